@@ -1,0 +1,36 @@
+# Two entry points on a fresh machine (Python 3.11): `make demo` and `make test`.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	# The CPU build first: a plain `torch` requirement would pull a multi-GB CUDA build.
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+## Runs a real sweep of experiments/quickstart.py on a local Ray and a local MLflow store.
+demo: $(STAMP)
+	$(BIN)/sweeplab preview experiments/quickstart.py
+	$(BIN)/sweeplab sweep experiments/quickstart.py
+	$(BIN)/sweeplab best quickstart
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+## Lint, types and the whole test suite (end-to-end sweeps included).
+test: lint
+	$(BIN)/python -m pytest
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) sweeplab-runs mlflow.db mlruns .mypy_cache .pytest_cache .ruff_cache

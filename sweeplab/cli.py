@@ -1,0 +1,307 @@
+"""The `sweeplab` command.
+
+Exit status: 0 on success, 2 on a bad spec or bad arguments (one line, nothing started, nothing
+written), 1 when the sweep itself failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sweeplab.errors import SweeplabError
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, but got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, but got {text!r}")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sweeplab",
+        description="Hyperparameter sweeps of Ray Train trainer groups, tracked in MLflow.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sweep = sub.add_parser("sweep", help="run the sweep a spec file declares")
+    sweep.add_argument("spec", type=Path, help="spec file defining `sweep = sweeplab.Sweep(...)`")
+    sweep.add_argument("--name", help="sweep name (default: the spec's `name`)")
+    sweep.add_argument(
+        "--storage",
+        type=Path,
+        default=Path("sweeplab-runs"),
+        help="folder for checkpoints, Tune state and logs (default: ./sweeplab-runs)",
+    )
+    _tracking_arg(sweep)
+    sweep.add_argument("--address", help="join an existing Ray cluster (HOST:PORT or 'auto')")
+    sweep.add_argument("--num-trials", type=_positive_int, help="override the spec's num_trials")
+    sweep.add_argument(
+        "--resume", action="store_true", help="continue the latest interrupted run of this sweep"
+    )
+    sweep.add_argument("--no-live", action="store_true", help="print no live table")
+
+    preview = sub.add_parser("preview", help="validate a spec and show its plan; starts nothing")
+    preview.add_argument("spec", type=Path)
+    preview.add_argument("--samples", type=_positive_int, default=3, help="configs to sample")
+
+    ls = sub.add_parser("ls", help="list the sweeps in the tracking store")
+    _tracking_arg(ls)
+
+    best = sub.add_parser("best", help="the best trial of a sweep")
+    best.add_argument("sweep", help="sweep name")
+    best.add_argument("--json", action="store_true", help="print JSON")
+    _tracking_arg(best)
+
+    ui = sub.add_parser("ui", help="start the MLflow UI on the tracking store (127.0.0.1)")
+    _tracking_arg(ui)
+    ui.add_argument("--port", type=_positive_int, default=5000)
+    return parser
+
+
+def _tracking_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--tracking-uri",
+        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)",
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the CLI and returns its exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        handler = {
+            "sweep": _cmd_sweep,
+            "preview": _cmd_preview,
+            "ls": _cmd_ls,
+            "best": _cmd_best,
+            "ui": _cmd_ui,
+        }[args.command]
+        return handler(args)
+    except SweeplabError as exc:
+        print(f"sweeplab: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("sweeplab: interrupted; continue with --resume", file=sys.stderr)
+        return 130
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console()
+
+
+def _cmd_preview(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from sweeplab.engine import local_nodes, plan_resources, trial_plan
+    from sweeplab.spec import load_spec
+
+    sweep = load_spec(args.spec)
+    plan = plan_resources(sweep, local_nodes())
+    console = _console()
+    console.print(f"[bold]sweep[/bold] {sweep.name}  ({args.spec})")
+    console.print(
+        f"objective: {sweep.mode} {sweep.metric} (ranked by its {sweep.rank_by} value) · "
+        f"searcher {sweep.searcher_name} · scheduler {sweep.scheduler_name} · seed {sweep.seed}"
+    )
+    space_table = Table(title="search space", box=None, header_style="bold")
+    space_table.add_column("parameter")
+    space_table.add_column("domain")
+    for path, text in sweep.space.describe():
+        space_table.add_row(path, text)
+    console.print(space_table)
+    console.print("[bold]sampled configs[/bold]")
+    for config in sweep.space.sample(seed=sweep.seed or 0, n=args.samples):
+        console.print(f"  {json.dumps(config, default=str)}")
+    rungs, budget, summary = trial_plan(sweep)
+    console.print(f"[bold]trial plan[/bold]: {plan.total_trials} trials; {summary}")
+    if rungs:
+        rung_table = Table(box=None, header_style="bold")
+        for column in ("bracket", "rung (iteration)", "trials reaching it"):
+            rung_table.add_column(column, justify="right")
+        for rung in rungs:
+            rung_table.add_row(str(rung.bracket), str(rung.iteration), str(rung.trials))
+        console.print(rung_table)
+    console.print(
+        f"budget: at most {budget} iterations in all "
+        f"(without early stopping: {plan.total_trials * sweep.max_iterations})"
+    )
+    worker = ", ".join(f"{v:g} {k}" for k, v in plan.worker.items())
+    workers = (
+        f"{plan.workers}-{plan.max_workers} (elastic)"
+        if plan.workers != plan.max_workers
+        else str(plan.workers)
+    )
+    console.print(
+        f"[bold]one trial[/bold]: {workers} worker(s) x {{{worker}}}, placement "
+        f"{sweep.placement_strategy}; metrics from {sweep.metrics_from}"
+    )
+    cluster = ", ".join(f"{v:g} {k}" for k, v in sorted(plan.cluster.items()))
+    console.print(
+        f"[bold]concurrency[/bold]: {plan.concurrency} trial(s) at once on this machine ({cluster})"
+    )
+    return EXIT_OK
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from sweeplab.engine import SweepOptions, run_sweep
+    from sweeplab.spec import load_spec
+
+    sweep = load_spec(args.spec)
+    options = SweepOptions(
+        spec_path=args.spec,
+        name=args.name,
+        storage=args.storage,
+        tracking_uri=args.tracking_uri,
+        address=args.address,
+        num_trials=args.num_trials,
+        resume=args.resume,
+        live=not args.no_live,
+    )
+    console = _console()
+    try:
+        outcome = run_sweep(sweep, options)
+    except SweeplabError:
+        raise
+    except Exception as exc:
+        console.print(f"[red]sweep failed[/red]: {type(exc).__name__}: {exc}")
+        return EXIT_FAILED
+    _print_outcome(console, outcome)
+    if outcome.trials and outcome.errored == outcome.trials:
+        console.print(
+            f"[red]sweep failed[/red]: all {outcome.trials} trials errored; see "
+            f"{outcome.storage_dir / 'ray.log'} and the trials' error files."
+        )
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _print_outcome(console: Any, outcome: Any) -> None:
+    from rich.table import Table
+
+    sweep = outcome.sweep
+    console.print(
+        f"[bold]{sweep.name}[/bold]: {outcome.trials} trials in {outcome.wall_s:.1f}s "
+        f"({outcome.errored} errored); storage {outcome.storage_dir}"
+    )
+    summary = outcome.summary
+    if summary is not None and getattr(summary, "trials", None):
+        table = Table(
+            title=f"top trials by {sweep.rank_by} {sweep.metric} ({sweep.mode})",
+            box=None,
+            header_style="bold",
+        )
+        for column in ("rank", "trial", "status", sweep.metric, "iterations", "config"):
+            table.add_column(column)
+        for rank, trial in enumerate(summary.trials[:5], start=1):
+            value = trial.best_value if sweep.rank_by == "best" else trial.last_value
+            table.add_row(
+                str(rank),
+                trial.trial_id,
+                trial.status,
+                "-" if value is None else f"{value:.4g}",
+                str(trial.iterations),
+                json.dumps(trial.config, default=str),
+            )
+        console.print(table)
+    if outcome.best:
+        console.print(f"[bold]best config[/bold] ({outcome.best.get('trial_id')}):")
+        console.print_json(json.dumps(outcome.best.get("config"), default=str))
+        console.print(f"written to {outcome.storage_dir / 'best_config.json'}")
+    console.print(f"Ray's logs: {outcome.storage_dir / 'ray.log'}")
+
+
+def _cmd_ls(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from sweeplab.tracking import list_sweeps
+
+    frame = list_sweeps(args.tracking_uri)
+    console = _console()
+    if frame.empty:
+        console.print("no sweeps in the tracking store")
+        return EXIT_OK
+    table = Table(box=None, header_style="bold")
+    for column in ("sweep", "status", "trials", "best_metric", "metric", "started"):
+        table.add_column(column)
+    for row in frame.itertuples():
+        best = (
+            "-"
+            if row.best_metric is None or row.best_metric != row.best_metric
+            else (f"{row.best_metric:.4g}")
+        )
+        table.add_row(
+            str(row.sweep),
+            str(row.status),
+            str(row.trials),
+            best,
+            str(row.metric),
+            str(row.started)[:19],
+        )
+    console.print(table)
+    return EXIT_OK
+
+
+def _cmd_best(args: argparse.Namespace) -> int:
+    from sweeplab.tracking import best_trial
+
+    best = best_trial(args.sweep, args.tracking_uri)
+    if args.json:
+        print(json.dumps(best, indent=2, default=str))
+        return EXIT_OK
+    console = _console()
+    console.print(
+        f"[bold]{args.sweep}[/bold]: best trial {best.get('trial_id')} · {best.get('metric')} = "
+        f"{best.get('value')} ({best.get('mode')}, by {best.get('rank_by')} value)"
+    )
+    console.print_json(json.dumps(best.get("config"), default=str))
+    console.print(f"checkpoint: {best.get('checkpoint')}")
+    console.print(f"MLflow run: {best.get('mlflow_run_id')}")
+    return EXIT_OK
+
+
+def _cmd_ui(args: argparse.Namespace) -> int:
+    import os
+    import subprocess
+
+    uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or "sqlite:///mlflow.db"
+    if uri.startswith(("http://", "https://")):
+        print(f"The tracking store is a server already: open {uri}")
+        return EXIT_OK
+    address = f"http://127.0.0.1:{args.port}"
+    print(f"MLflow UI on {uri}: {address} (Ctrl-C to stop)", flush=True)
+    command = [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "ui",
+        "--backend-store-uri",
+        uri,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(args.port),
+    ]
+    try:
+        return subprocess.call(command)
+    except KeyboardInterrupt:
+        return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""The live table of a running sweep, fed by a Tune callback on the driver."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+__all__ = ["LiveTable"]
+
+_STATUS_STYLE = {
+    "PENDING": "dim",
+    "RUNNING": "cyan",
+    "TERMINATED": "green",
+    "STOPPED": "yellow",
+    "ERROR": "red",
+}
+
+
+class LiveTable:
+    """Trial, status, iteration, metric, best so far and elapsed time, plus a progress bar."""
+
+    def __init__(self, *, metric: str, mode: str, total_trials: int, max_iterations: int) -> None:
+        self.metric = metric
+        self.mode = mode
+        self.total_trials = total_trials
+        self.max_iterations = max_iterations
+        self.started = time.monotonic()
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.data_wait_warned: set[str] = set()
+
+    def _better(self, a: float, b: float) -> bool:
+        return a < b if self.mode == "min" else a > b
+
+    def update(self, trial_id: str, result: dict[str, Any] | None, status: str) -> None:
+        row = self.rows.setdefault(
+            trial_id,
+            {
+                "status": "PENDING",
+                "iteration": 0,
+                "value": None,
+                "best": None,
+                "t0": time.monotonic(),
+            },
+        )
+        row["status"] = status
+        if result is not None:
+            row["iteration"] = int(result.get("training_iteration", row["iteration"]))
+            value = result.get(self.metric)
+            if isinstance(value, (int, float)) and math.isfinite(value):
+                row["value"] = float(value)
+                if row["best"] is None or self._better(value, row["best"]):
+                    row["best"] = float(value)
+        if status in ("TERMINATED", "STOPPED", "ERROR"):
+            row["t1"] = time.monotonic()
+
+    def best(self) -> float | None:
+        values = [r["best"] for r in self.rows.values() if r["best"] is not None]
+        if not values:
+            return None
+        return min(values) if self.mode == "min" else max(values)
+
+    def __rich__(self) -> Any:
+        from rich.console import Group
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+        from rich.text import Text
+
+        best = self.best()
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        for column in ("trial", "status", "iter", self.metric, "best so far", "elapsed"):
+            table.add_column(column, justify="left" if column in ("trial", "status") else "right")
+        visible = list(self.rows.items())
+        if len(visible) > 20:  # keep the running ones and the latest finished in view
+            running = [kv for kv in visible if kv[1]["status"] == "RUNNING"]
+            visible = running + [kv for kv in visible if kv[1]["status"] != "RUNNING"][-10:]
+        for trial_id, row in visible:
+            end = row.get("t1", time.monotonic())
+            table.add_row(
+                trial_id,
+                Text(row["status"].lower(), style=_STATUS_STYLE.get(row["status"], "")),
+                f"{row['iteration']}/{self.max_iterations}",
+                _fmt(row["value"]),
+                _fmt(row["best"]),
+                f"{end - row['t0']:.0f}s",
+            )
+        done = sum(r["status"] in ("TERMINATED", "STOPPED", "ERROR") for r in self.rows.values())
+        elapsed = time.monotonic() - self.started
+        header = Text(
+            f"trials {done}/{self.total_trials} done · best {self.metric} {_fmt(best)} · "
+            f"{elapsed:.0f}s elapsed"
+        )
+        bar = ProgressBar(total=max(self.total_trials, 1), completed=done, width=60)
+        return Group(header, bar, table)
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def make_display_callback(table: LiveTable) -> Any:
+    """A Tune callback that feeds `table`."""
+    from ray.tune import Callback
+
+    class _DisplayCallback(Callback):
+        def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+            table.update(trial.trial_id, None, "RUNNING")
+
+        def on_trial_result(
+            self, iteration: int, trials: list, trial: Any, result: dict, **info: Any
+        ) -> None:
+            table.update(trial.trial_id, result, "RUNNING")
+
+        def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+            last = trial.last_result or {}
+            stopped = not last.get("done", False)
+            table.update(trial.trial_id, None, "STOPPED" if stopped else "TERMINATED")
+
+        def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+            table.update(trial.trial_id, None, "ERROR")
+
+    return _DisplayCallback()

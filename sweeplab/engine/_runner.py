@@ -1,0 +1,384 @@
+"""Running a sweep: plan, start Ray, build the Tuner (or restore it), track, rank."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from sweeplab.engine._display import LiveTable, make_display_callback
+from sweeplab.engine._driver import TrialSettings, make_trainable
+from sweeplab.engine._plan import ResourcePlan, local_nodes, plan_resources
+from sweeplab.engine._strategy import build_scheduler, build_search
+from sweeplab.errors import SpecError, SweeplabError
+from sweeplab.spec import Sweep
+
+__all__ = ["SweepOptions", "SweepOutcome", "run_sweep"]
+
+DEFAULT_STORAGE = "sweeplab-runs"
+# Train's default polls workers every 2 s, and each `ray.train.report` waits for that poll.
+REPORT_POLL_INTERVAL_S = "0.1"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SweepOptions:
+    """How to run a sweep: the CLI's flags."""
+
+    spec_path: Path | None = None
+    name: str | None = None
+    storage: Path = Path(DEFAULT_STORAGE)
+    tracking_uri: str | None = None
+    address: str | None = None
+    num_trials: int | None = None
+    resume: bool = False
+    live: bool = True
+    track: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepOutcome:
+    """What a finished sweep left behind."""
+
+    sweep: Sweep
+    storage_dir: Path
+    best: dict[str, Any] | None
+    summary: Any
+    plan: ResourcePlan
+    wall_s: float
+    errored: int
+    trials: int
+
+
+def apply_options(sweep: Sweep, options: SweepOptions) -> Sweep:
+    """The sweep with the CLI's overrides applied (validated again)."""
+    changes: dict[str, Any] = {}
+    if options.name is not None:
+        changes["name"] = options.name
+    if options.num_trials is not None:
+        changes["num_trials"] = options.num_trials
+    return sweep.replace(**changes) if changes else sweep
+
+
+def _execution_dir(sweep_dir: Path, resume: bool) -> Path:
+    if resume:
+        candidates = sorted(p for p in sweep_dir.glob("run-*") if (p / "tune").is_dir())
+        if not candidates:
+            raise SpecError(
+                f"--resume: {sweep_dir} holds no interrupted sweep to resume "
+                "(run it once without --resume)."
+            )
+        return candidates[-1]
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+    return sweep_dir / f"run-{stamp}"
+
+
+def _prepare_storage(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".sweeplab-write-check"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as exc:
+        raise SweeplabError(
+            f"storage folder {path} is not writable: {exc.strerror or exc}."
+        ) from None
+
+
+@contextlib.contextmanager
+def _ray_logs_to(path: Path) -> Iterator[None]:
+    """Sends Ray's Python logging to `path` instead of the terminal."""
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    saved = {}
+    for name in ("ray", "ray.tune", "ray.train", "ray.air"):
+        logger = logging.getLogger(name)
+        saved[name] = (logger.handlers[:], logger.propagate)
+        logger.handlers = [handler]
+        logger.propagate = False
+    try:
+        yield
+    finally:
+        for name, (handlers, propagate) in saved.items():
+            logger = logging.getLogger(name)
+            logger.handlers = handlers
+            logger.propagate = propagate
+        handler.close()
+
+
+def _runtime_env(spec_dir: Path | None, remote: bool) -> dict[str, Any]:
+    env_vars = {
+        "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": REPORT_POLL_INTERVAL_S,
+        "TUNE_DISABLE_STRICT_METRIC_CHECKING": "1",
+        # One actor process less per trial: sweeps run on fixed clusters, not preemptible ones.
+        "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER": "0",
+        "RAY_TRAIN_METRICS_ENABLED": "0",
+    }
+    runtime_env: dict[str, Any] = {"env_vars": env_vars}
+    if spec_dir is not None:
+        if remote:
+            # Other nodes cannot see this machine's files: ship the spec's folder.
+            runtime_env["working_dir"] = str(spec_dir)
+            runtime_env["excludes"] = [".venv", "*.db", "mlruns", DEFAULT_STORAGE, ".git"]
+        else:
+            paths = [str(spec_dir), *filter(None, [os.environ.get("PYTHONPATH")])]
+            env_vars["PYTHONPATH"] = os.pathsep.join(paths)
+    return runtime_env
+
+
+def _pickle_spec_by_value(sweep: Sweep) -> None:
+    """Ray workers cannot import a spec file loaded from a path: ship its functions by value."""
+    import ray.cloudpickle
+
+    module = sys.modules.get(getattr(sweep.train_func, "__module__", "") or "")
+    if module is not None and module.__name__.startswith("sweeplab_spec_"):
+        ray.cloudpickle.register_pickle_by_value(module)
+
+
+def _cluster_nodes() -> list[dict[str, float]]:
+    import ray
+
+    return [
+        {k: float(v) for k, v in node["Resources"].items() if not k.startswith("node:")}
+        for node in ray.nodes()
+        if node.get("Alive")
+    ]
+
+
+def run_sweep(sweep: Sweep, options: SweepOptions | None = None) -> SweepOutcome:
+    """Runs `sweep` and returns its outcome.
+
+    Raises:
+        SpecError / ResourceError: Bad arguments, or a trial that can never fit; nothing started.
+        SweeplabError: The storage folder is not writable.
+    """
+    options = options or SweepOptions()
+    sweep = apply_options(sweep, options)
+    storage = options.storage.expanduser().resolve()
+    sweep_dir = storage / sweep.name
+    remote = options.address is not None
+    plan = None if remote else plan_resources(sweep, local_nodes())
+    run_dir = _execution_dir(sweep_dir, options.resume)
+    _prepare_storage(run_dir)
+    started = time.monotonic()
+
+    import ray
+
+    _pickle_spec_by_value(sweep)
+    spec_dir = options.spec_path.resolve().parent if options.spec_path else None
+    ray_log = run_dir / "ray.log"
+    with _ray_logs_to(ray_log):
+        ray_started_here = not ray.is_initialized()
+        if ray_started_here:
+            ray.init(
+                address=options.address,
+                runtime_env=_runtime_env(spec_dir, remote),
+                log_to_driver=False,
+                include_dashboard=None if remote else True,
+                dashboard_host="127.0.0.1",
+                configure_logging=True,
+                logging_level=logging.WARNING,
+            )
+        try:
+            if plan is None or not ray_started_here:
+                plan = plan_resources(sweep, _cluster_nodes())
+            return _run_on_ray(sweep, options, plan, run_dir, sweep_dir, started, ray_log)
+        finally:
+            if ray_started_here:
+                ray.shutdown()
+
+
+def _run_on_ray(
+    sweep: Sweep,
+    options: SweepOptions,
+    plan: ResourcePlan,
+    run_dir: Path,
+    sweep_dir: Path,
+    started: float,
+    ray_log: Path,
+) -> SweepOutcome:
+    from ray import tune
+
+    from sweeplab.space import decode_config
+
+    space = sweep.space
+    tracker = None
+    if options.track:
+        tracker = _make_tracker(sweep, options, run_dir, plan)
+        tracker.start()
+
+    settings = TrialSettings(
+        train_func=sweep.train_func,
+        decode=lambda config: decode_config(space, config),
+        metric=sweep.metric,
+        mode=sweep.mode,
+        num_workers=sweep.workers_per_trial,
+        use_gpu=sweep.use_gpu,
+        resources_per_worker=sweep.worker_resources,
+        placement_strategy=sweep.placement_strategy,
+        checkpoints_to_keep=sweep.checkpoints_to_keep,
+        max_failures=sweep.max_failures,
+        metrics_from=sweep.metrics_from,
+        train_storage=str(run_dir / "train"),
+    )
+    trainable = make_trainable(settings)
+    table = LiveTable(
+        metric=sweep.metric,
+        mode=sweep.mode,
+        total_trials=plan.total_trials,
+        max_iterations=sweep.max_iterations,
+    )
+    from sweeplab.engine._relay import SINKS, RelayCallback
+
+    SINKS.clear()
+    SINKS.append(make_display_callback(table))
+    if tracker is not None:
+        SINKS.append(tracker.tune_callback())
+    tune_path = run_dir / "tune"
+    if options.resume and tune.Tuner.can_restore(str(tune_path)):
+        tuner = tune.Tuner.restore(
+            str(tune_path), trainable=trainable, resume_unfinished=True, resume_errored=True
+        )
+    else:
+        search = build_search(sweep)
+        tuner = tune.Tuner(
+            trainable,
+            param_space=search.param_space,
+            tune_config=tune.TuneConfig(
+                metric=sweep.metric,
+                mode=sweep.mode,
+                search_alg=search.search_alg,
+                scheduler=build_scheduler(
+                    sweep, _exploit_hook, exploit_dir=str(run_dir / "pbt-exploits")
+                ),
+                num_samples=search.num_samples,
+                max_concurrent_trials=plan.concurrency,
+                time_budget_s=sweep.time_budget_s,
+                reuse_actors=False,
+            ),
+            run_config=tune.RunConfig(
+                name="tune",
+                storage_path=str(run_dir),
+                verbose=0,
+                callbacks=[RelayCallback()],
+                checkpoint_config=tune.CheckpointConfig(
+                    num_to_keep=4 if sweep.scheduler == "pbt" else 2
+                ),
+                failure_config=tune.FailureConfig(max_failures=sweep.max_failures),
+            ),
+        )
+    _write_json(run_dir / "sweep.json", _describe(sweep, options, plan, ray_log))
+    status = "FAILED"
+    try:
+        with _live(table, options.live):
+            results = tuner.fit()
+        errored = sum(1 for r in results if r.error is not None)
+        status = "FAILED" if errored == len(results) else "FINISHED"
+    except KeyboardInterrupt:
+        status = "KILLED"
+        raise
+    finally:
+        summary = tracker.finish(status=status) if tracker is not None else None
+        SINKS.clear()
+    best = None
+    best_file = run_dir / "best_config.json"
+    if best_file.exists():
+        best = json.loads(best_file.read_text())
+        (sweep_dir / "best_config.json").write_text(best_file.read_text())
+    return SweepOutcome(
+        sweep=sweep,
+        storage_dir=run_dir,
+        best=best,
+        summary=summary,
+        plan=plan,
+        wall_s=time.monotonic() - started,
+        errored=errored,
+        trials=len(results),
+    )
+
+
+def _exploit_hook(trial_id: str, donor_id: str, iteration: int, config: dict[str, Any]) -> None:
+    from sweeplab.engine._relay import SINKS
+
+    for sink in list(SINKS):
+        note = getattr(sink, "note_exploit", None)
+        if note is not None:
+            note(trial_id, donor_id, iteration, config)
+
+
+def _make_tracker(sweep: Sweep, options: SweepOptions, run_dir: Path, plan: ResourcePlan) -> Any:
+    from sweeplab.space import decode_config
+    from sweeplab.tracking import SweepTracker
+
+    space = sweep.space
+    return SweepTracker(
+        tracking_uri=options.tracking_uri,
+        sweep_name=sweep.name,
+        storage_dir=run_dir,
+        metric=sweep.metric,
+        mode=sweep.mode,
+        rank_by=sweep.rank_by,
+        settings=_settings(sweep, plan),
+        spec_path=options.spec_path,
+        space_yaml=space.to_yaml(),
+        config_decoder=lambda config: decode_config(space, config),
+        scheduler_name=sweep.scheduler_name,
+        max_iterations=sweep.max_iterations,
+        resume=options.resume,
+        register_model=sweep.register_model,
+    )
+
+
+def _settings(sweep: Sweep, plan: ResourcePlan) -> dict[str, Any]:
+    return {
+        "searcher": sweep.searcher_name,
+        "scheduler": sweep.scheduler_name,
+        "metric": sweep.metric,
+        "mode": sweep.mode,
+        "num_trials": sweep.num_trials,
+        "max_iterations": sweep.max_iterations,
+        "workers_per_trial": sweep.workers_per_trial,
+        "use_gpu": sweep.use_gpu,
+        "cpus_per_worker": sweep.cpus_per_worker,
+        "placement_strategy": sweep.placement_strategy,
+        "metrics_from": sweep.metrics_from,
+        "rank_by": sweep.rank_by,
+        "checkpoints_to_keep": sweep.checkpoints_to_keep,
+        "max_failures": sweep.max_failures,
+        "seed": sweep.seed,
+        "concurrency": plan.concurrency,
+    }
+
+
+def _describe(sweep: Sweep, options: SweepOptions, plan: ResourcePlan, ray_log: Path) -> dict:
+    return {
+        "name": sweep.name,
+        "spec": str(options.spec_path) if options.spec_path else None,
+        "settings": _settings(sweep, plan),
+        "ray_log": str(ray_log),
+        "python": sys.version.split()[0],
+    }
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data, indent=2, default=str) + "\n")
+
+
+@contextlib.contextmanager
+def _live(table: LiveTable, enabled: bool) -> Iterator[None]:
+    if not enabled:
+        yield
+        return
+    from rich.console import Console
+    from rich.live import Live
+
+    console = Console(stderr=True)
+    with Live(table, console=console, refresh_per_second=2, transient=False):
+        yield

@@ -1,0 +1,90 @@
+"""Ray Tune schedulers and searchers from a sweep's short names."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sweeplab.engine._plan import (
+    ASHA_REDUCTION_FACTOR,
+    HYPERBAND_REDUCTION_FACTOR,
+    median_grace,
+    pbt_interval,
+)
+from sweeplab.spec import Sweep
+
+__all__ = ["build_scheduler", "build_search"]
+
+ExploitHook = Callable[[str, str, int, dict[str, Any]], None]
+
+
+def build_scheduler(
+    sweep: Sweep, on_exploit: ExploitHook | None = None, *, exploit_dir: str = "pbt-exploits"
+) -> Any:
+    """The Tune scheduler of `sweep`; a configured scheduler object is used as given."""
+    from ray.tune.schedulers import (
+        ASHAScheduler,
+        FIFOScheduler,
+        HyperBandScheduler,
+        MedianStoppingRule,
+    )
+
+    if not isinstance(sweep.scheduler, str):
+        return sweep.scheduler
+    max_t = sweep.max_iterations
+    if sweep.scheduler == "asha":
+        return ASHAScheduler(
+            time_attr="training_iteration",
+            max_t=max_t,
+            grace_period=1,
+            reduction_factor=ASHA_REDUCTION_FACTOR,
+        )
+    if sweep.scheduler == "hyperband":
+        return HyperBandScheduler(
+            time_attr="training_iteration", max_t=max_t, reduction_factor=HYPERBAND_REDUCTION_FACTOR
+        )
+    if sweep.scheduler == "median":
+        return MedianStoppingRule(
+            time_attr="training_iteration",
+            grace_period=median_grace(max_t),
+            min_samples_required=3,
+        )
+    if sweep.scheduler == "pbt":
+        return _make_pbt(sweep, on_exploit, exploit_dir)
+    return FIFOScheduler()
+
+
+def _make_pbt(sweep: Sweep, on_exploit: ExploitHook | None, exploit_dir: str) -> Any:
+    from sweeplab.engine._pbt import LineagePBT
+    from sweeplab.space import pbt_explore_fn, pbt_mutations
+
+    return LineagePBT(
+        exploit_dir=exploit_dir,
+        on_exploit=on_exploit,
+        time_attr="training_iteration",
+        perturbation_interval=pbt_interval(sweep.max_iterations),
+        hyperparam_mutations=pbt_mutations(sweep.space),
+        custom_explore_fn=pbt_explore_fn(sweep.space),
+        quantile_fraction=0.25,
+        resample_probability=0.25,
+        synch=False,
+    )
+
+
+def build_search(sweep: Sweep) -> Any:
+    """The `TuneSearch` (search algorithm, param space, num_samples) of `sweep`."""
+    from sweeplab.space import TuneSearch, build_tune_search
+
+    if not isinstance(sweep.searcher, str):
+        return TuneSearch(search_alg=sweep.searcher, param_space={}, num_samples=sweep.num_trials)
+    # PBT refuses search algorithms other than Tune's variant generator, which the grid
+    # compilation uses (a space without grid parameters is then sampled randomly, seeded).
+    searcher = "grid" if sweep.scheduler == "pbt" else sweep.searcher
+    return build_tune_search(
+        sweep.space,
+        searcher,
+        metric=sweep.metric,
+        mode=sweep.mode,
+        seed=sweep.seed,
+        num_trials=sweep.num_trials,
+    )

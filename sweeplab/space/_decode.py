@@ -1,0 +1,117 @@
+"""Turning what a backend suggests into a config in final nested shape."""
+
+from __future__ import annotations
+
+import json
+import numbers
+from collections.abc import Mapping
+from typing import Any
+
+from sweeplab.errors import SpecError
+from sweeplab.space._primitives import (
+    Choice,
+    Conditional,
+    FloatRange,
+    IntRange,
+    quantize,
+    thaw,
+)
+from sweeplab.space._space import Space
+
+__all__ = ["OPTION_KEY", "decode_config"]
+
+OPTION_KEY = "_option"
+"""Key of the chosen option in the encoded (Optuna) form of a conditional choice."""
+
+
+def _unflatten(config: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        parts = key.split("/") if isinstance(key, str) else [key]
+        node = out
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        last = parts[-1]
+        if isinstance(value, Mapping) and isinstance(node.get(last), dict):
+            node[last].update(_unflatten(value))
+        else:
+            node[last] = _unflatten(value) if isinstance(value, Mapping) else value
+    return out
+
+
+def _decode_tree(tree: Mapping[str, Any], raw: Any, path: str) -> dict[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise SpecError(f"{path or '<config>'}: expected a mapping, but got {raw!r}.")
+    out = {}
+    for name, param in tree.items():
+        where = f"{path}.{name}" if path else name
+        if isinstance(param, dict):
+            out[name] = _decode_tree(param, raw.get(name, {}), where)
+        elif not isinstance(param, (FloatRange, IntRange, Choice, Conditional)):
+            out[name] = thaw(param)
+        elif name not in raw:
+            raise SpecError(f"{where}: the config has no value for this parameter.")
+        else:
+            out[name] = _decode_value(param, raw[name], where)
+    return out
+
+
+def _decode_value(param: Any, value: Any, where: str) -> Any:
+    if isinstance(param, (FloatRange, IntRange)):
+        if not isinstance(value, numbers.Real) or isinstance(value, bool):
+            raise SpecError(f"{where}: expected a number, but got {value!r}.")
+        value = float(value)
+        try:
+            if param.q is not None:
+                return quantize(value, param)
+            # Clip float noise such as exp(log(high)) > high; real violations still fail below.
+            span = (param.high - param.low) or abs(param.high) or 1.0
+            if param.low - 1e-9 * span <= value <= param.high + 1e-9 * span:
+                return min(max(value, param.low), param.high)
+            return value
+        except SpecError as error:
+            raise SpecError(f"{where}: {error}") from None
+    if isinstance(param, Choice):
+        index = param.find(value)
+        if index is None and isinstance(value, str):
+            try:
+                index = param.find(json.loads(value))
+            except ValueError:
+                index = None
+        if index is None:
+            raise SpecError(
+                f"{where}: the value must be one of {thaw(param.options)!r}, but got {value!r}."
+            )
+        return thaw(param.options[index])
+    assert isinstance(param, Conditional)
+    if not isinstance(value, Mapping):
+        raise SpecError(f"{where}: expected a mapping with the chosen option, but got {value!r}.")
+    if OPTION_KEY in value:
+        option, branch_raw = value[OPTION_KEY], value.get(value[OPTION_KEY], {})
+    else:
+        option, branch_raw = value.get("name"), {k: v for k, v in value.items() if k != "name"}
+    if option not in param.branches:
+        raise SpecError(
+            f"{where}: the chosen option must be one of {list(param.branches)}, but got {option!r}."
+        )
+    branch = _decode_tree(param.branches[option], branch_raw, f"{where}.{option}")
+    return {"name": option, **branch}
+
+
+def decode_config(space: Space, config: Mapping[str, Any]) -> dict[str, Any]:
+    """Turns a config from any backend into the final nested shape, then validates it.
+
+    Accepts configs from :meth:`Space.sample` (returned unchanged), from the searchers of
+    :func:`build_tune_search`, from an Optuna trial of :func:`compile_to_optuna` (``trial.params``
+    with '/'-joined keys, flat or unflattened) and from :func:`compile_to_hyperopt`. Quantized
+    values are snapped to their multiple of ``q`` (stepping at most one ``q`` into range),
+    integers become ``int``, constants are filled in from the space and keys that are not in the
+    space are dropped.
+
+    Raises:
+        SpecError: If the config cannot be decoded, or the result is not a config of the space.
+    """
+    space = Space(space)
+    decoded = _decode_tree(space.params, _unflatten(config), "")
+    space.validate_config(decoded)
+    return decoded

@@ -1,0 +1,336 @@
+"""The `Sweep` declaration and the loading of spec files.
+
+A spec file is plain Python that defines a module-level ``sweep = sweeplab.Sweep(...)``. Every
+field is validated when the `Sweep` is constructed, so a bad spec fails before anything starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import math
+import re
+import sys
+import traceback
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from sweeplab.errors import SpecError
+
+__all__ = [
+    "PLACEMENT_STRATEGIES",
+    "SCHEDULERS",
+    "SEARCHERS",
+    "Sweep",
+    "load_spec",
+]
+
+SEARCHERS = ("random", "grid", "optuna", "hyperopt")
+SCHEDULERS = ("fifo", "asha", "hyperband", "median", "pbt")
+PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Sweep:
+    """A hyperparameter sweep: a search space, a Ray Train training function and a strategy.
+
+    Args:
+        name: Sweep name; becomes the MLflow experiment and the storage folder. Letters, digits,
+            ``_``, ``.`` and ``-`` only (at most 100 characters, no ``..``).
+        train_func: The per-worker Ray Train function ``train_func(config)``.
+        space: Dict of hyperparameters (primitives of `sweeplab.space`, nested dicts and
+            constants), or a `sweeplab.Space`.
+        metric: Name of the reported metric to optimise.
+        mode: ``"min"`` or ``"max"``.
+        searcher: ``"random"``, ``"grid"``, ``"optuna"``, ``"hyperopt"`` or a configured
+            ``ray.tune.search.Searcher``.
+        scheduler: ``"fifo"``, ``"asha"``, ``"hyperband"``, ``"median"``, ``"pbt"`` or a
+            configured ``ray.tune.schedulers.TrialScheduler``.
+        num_trials: Number of trials to sample (with ``searcher="grid"``: repeats of the grid).
+        max_iterations: Budget of one trial in reports; ASHA, HyperBand and PBT count in it.
+        workers_per_trial: Workers of one trial's trainer group, or ``(min, max)`` for an
+            elastic group.
+        use_gpu: Whether each worker gets GPUs.
+        cpus_per_worker: CPUs reserved by each worker.
+        gpus_per_worker: GPUs of each worker when ``use_gpu`` (fractions allowed); default 1.
+        resources_per_worker: Extra custom resources of each worker, e.g. ``{"node_a": 1}``.
+        max_concurrent_trials: Upper bound on concurrent trials; by default derived from the
+            cluster's resources.
+        checkpoints_to_keep: Checkpoints kept per trial, ranked by the metric.
+        max_failures: Retries of a failed trial (or worker group), each from its latest
+            checkpoint.
+        time_budget_s: Wall-clock budget of the whole sweep in seconds.
+        seed: Makes sampling reproducible.
+        placement_strategy: How one trial's workers spread over nodes.
+        metrics_from: ``"rank0"`` (rank 0's metrics drive the scheduler) or ``"mean"`` (mean of
+            each numeric metric over the workers).
+        rank_by: Rank trials by their ``"best"`` or ``"last"`` reported value of the metric.
+        register_model: Name under which the best checkpoint is registered in MLflow.
+        warm_start: Configs tried first: a sweep name whose best configs are reused, or a list
+            of config dicts.
+    """
+
+    name: str
+    train_func: Callable[..., Any]
+    space: Any
+    metric: str
+    mode: str
+    searcher: Any = "random"
+    scheduler: Any = "fifo"
+    num_trials: int = 8
+    max_iterations: int = 10
+    workers_per_trial: int | tuple[int, int] = 1
+    use_gpu: bool = False
+    cpus_per_worker: float = 1.0
+    gpus_per_worker: float | None = None
+    resources_per_worker: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    max_concurrent_trials: int | None = None
+    checkpoints_to_keep: int = 2
+    max_failures: int = 0
+    time_budget_s: float | None = None
+    seed: int | None = None
+    placement_strategy: str = "PACK"
+    metrics_from: str = "rank0"
+    rank_by: str = "best"
+    register_model: str | None = None
+    warm_start: Any = None
+
+    def __post_init__(self) -> None:
+        from sweeplab.space import Space
+
+        _check_name("name", self.name)
+        if not callable(self.train_func):
+            _fail("train_func", "must be a function `train_func(config)`", self.train_func)
+        try:
+            space = self.space if isinstance(self.space, Space) else Space(self.space)
+        except SpecError as exc:
+            raise SpecError(f"Sweep field `space`: {exc}") from None
+        except (TypeError, ValueError) as exc:
+            raise SpecError(f"Sweep field `space`: {exc}") from None
+        object.__setattr__(self, "space", space)
+        if not isinstance(self.metric, str) or not self.metric:
+            _fail("metric", "must be a non-empty string", self.metric)
+        _check_one_of("mode", self.mode, ("min", "max"))
+        if isinstance(self.searcher, str):
+            _check_one_of("searcher", self.searcher, SEARCHERS)
+        elif not hasattr(self.searcher, "suggest"):
+            _fail("searcher", f"must be one of {SEARCHERS} or a Ray Tune Searcher", self.searcher)
+        if isinstance(self.scheduler, str):
+            _check_one_of("scheduler", self.scheduler, SCHEDULERS)
+        elif not hasattr(self.scheduler, "on_trial_result"):
+            _fail(
+                "scheduler", f"must be one of {SCHEDULERS} or a Ray Tune scheduler", self.scheduler
+            )
+        _check_positive_int("num_trials", self.num_trials)
+        _check_positive_int("max_iterations", self.max_iterations)
+        self._check_workers()
+        if not isinstance(self.use_gpu, bool):
+            _fail("use_gpu", "must be True or False", self.use_gpu)
+        if not _is_number(self.cpus_per_worker) or self.cpus_per_worker < 0:
+            _fail("cpus_per_worker", "must be a finite number >= 0", self.cpus_per_worker)
+        if self.gpus_per_worker is not None:
+            if not _is_number(self.gpus_per_worker) or self.gpus_per_worker <= 0:
+                _fail("gpus_per_worker", "must be a finite number > 0", self.gpus_per_worker)
+            if not self.use_gpu:
+                _fail("gpus_per_worker", "needs `use_gpu=True`", self.gpus_per_worker)
+        if not isinstance(self.resources_per_worker, Mapping) or not all(
+            isinstance(k, str) and k and _is_number(v) and v >= 0
+            for k, v in self.resources_per_worker.items()
+        ):
+            _fail(
+                "resources_per_worker",
+                "must map resource names to finite numbers >= 0",
+                self.resources_per_worker,
+            )
+        lowered = {k.lower() for k in self.resources_per_worker}
+        if lowered & {"cpu", "gpu"}:
+            _fail(
+                "resources_per_worker",
+                "must not name CPU or GPU (use `cpus_per_worker` / `gpus_per_worker`)",
+                self.resources_per_worker,
+            )
+        if self.max_concurrent_trials is not None:
+            _check_positive_int("max_concurrent_trials", self.max_concurrent_trials)
+        if not _is_int(self.checkpoints_to_keep) or self.checkpoints_to_keep < 1:
+            _fail("checkpoints_to_keep", "must be an integer >= 1", self.checkpoints_to_keep)
+        if not _is_int(self.max_failures) or self.max_failures < -1:
+            _fail(
+                "max_failures", "must be an integer >= 0 (or -1: retry forever)", self.max_failures
+            )
+        if self.time_budget_s is not None and (
+            not _is_number(self.time_budget_s) or self.time_budget_s <= 0
+        ):
+            _fail("time_budget_s", "must be a finite number of seconds > 0", self.time_budget_s)
+        if self.seed is not None and (not _is_int(self.seed) or self.seed < 0):
+            _fail("seed", "must be an integer >= 0", self.seed)
+        _check_one_of("placement_strategy", self.placement_strategy, PLACEMENT_STRATEGIES)
+        _check_one_of("metrics_from", self.metrics_from, ("rank0", "mean"))
+        _check_one_of("rank_by", self.rank_by, ("best", "last"))
+        if self.register_model is not None:
+            _check_name("register_model", self.register_model)
+        if self.warm_start is not None:
+            self._check_warm_start()
+        if self.scheduler == "pbt" and self.searcher not in ("random", "grid"):
+            _fail(
+                "searcher",
+                "must be 'random' or 'grid' with scheduler='pbt' (PBT mutates the configs itself)",
+                self.searcher,
+            )
+        if self.searcher == "grid" and space.grid_size == 1:
+            _fail(
+                "searcher", "'grid' needs at least one `grid(...)` parameter in the space", "grid"
+            )
+
+    def _check_workers(self) -> None:
+        workers = self.workers_per_trial
+        if isinstance(workers, tuple | list):
+            if len(workers) != 2 or not all(_is_int(w) and w >= 1 for w in workers):
+                _fail(
+                    "workers_per_trial",
+                    "an elastic group is a pair (min, max) of ints >= 1",
+                    workers,
+                )
+            if workers[0] > workers[1]:
+                _fail("workers_per_trial", "`min <= max` must hold", workers)
+            object.__setattr__(self, "workers_per_trial", (int(workers[0]), int(workers[1])))
+        elif not _is_int(workers) or workers < 1:
+            _fail("workers_per_trial", "must be an integer >= 1 or a pair (min, max)", workers)
+
+    def _check_warm_start(self) -> None:
+        warm = self.warm_start
+        if isinstance(warm, str):
+            _check_name("warm_start", warm)
+            return
+        if not isinstance(warm, list | tuple) or not all(isinstance(c, Mapping) for c in warm):
+            _fail("warm_start", "must be a sweep name or a list of config dicts", warm)
+        for index, config in enumerate(warm):
+            try:
+                self.space.validate_config(dict(config))
+            except SpecError as exc:
+                raise SpecError(f"Sweep field `warm_start[{index}]`: {exc}") from None
+
+    @property
+    def min_workers(self) -> int:
+        """The smallest trainer group one trial runs with."""
+        w = self.workers_per_trial
+        return w[0] if isinstance(w, tuple) else w
+
+    @property
+    def max_workers(self) -> int:
+        """The largest trainer group one trial runs with."""
+        w = self.workers_per_trial
+        return w[1] if isinstance(w, tuple) else w
+
+    @property
+    def worker_resources(self) -> dict[str, float]:
+        """Resources one worker of the trainer group reserves, in Ray's names."""
+        resources: dict[str, float] = {"CPU": float(self.cpus_per_worker)}
+        if self.use_gpu:
+            resources["GPU"] = float(self.gpus_per_worker or 1)
+        resources.update({k: float(v) for k, v in self.resources_per_worker.items()})
+        return {k: v for k, v in resources.items() if v > 0}
+
+    @property
+    def searcher_name(self) -> str:
+        return self.searcher if isinstance(self.searcher, str) else type(self.searcher).__name__
+
+    @property
+    def scheduler_name(self) -> str:
+        return self.scheduler if isinstance(self.scheduler, str) else type(self.scheduler).__name__
+
+    def replace(self, **changes: Any) -> Sweep:
+        """A copy with some fields changed, validated again."""
+        return dataclasses.replace(self, **changes)
+
+
+def _fail(field: str, rule: str, value: object) -> None:
+    raise SpecError(f"Sweep field `{field}` {rule}, but got {value!r}.")
+
+
+def _check_one_of(field: str, value: object, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        _fail(field, f"must be one of {', '.join(repr(a) for a in allowed)}", value)
+
+
+def _check_positive_int(field: str, value: object) -> None:
+    if not _is_int(value) or value < 1:  # type: ignore[operator]
+        _fail(field, "must be an integer >= 1", value)
+
+
+def _check_name(field: str, value: object) -> None:
+    if not isinstance(value, str) or not _NAME_RE.match(value) or ".." in value:
+        _fail(
+            field,
+            "must be 1-100 letters, digits, '_', '.' or '-', start with a letter or digit, "
+            "and contain no '..' or path separator",
+            value,
+        )
+
+
+def load_spec(path: str | Path) -> Sweep:
+    """Load a spec file and return its module-level `sweep`.
+
+    The spec's module is registered in `sys.modules`; the engine pickles it by value, so the
+    training function reaches Ray workers that cannot import the spec file.
+
+    Raises:
+        SpecError: The file is missing, does not compile, fails on import, defines no `sweep`,
+            or its `Sweep` breaks a rule. The message names the file (and line, where known).
+    """
+    spec_path = Path(path)
+    if not spec_path.is_file():
+        raise SpecError(f"{spec_path}: no such spec file.")
+    if spec_path.suffix != ".py":
+        raise SpecError(f"{spec_path}: a spec file is a Python file ending in .py.")
+    module_name = "sweeplab_spec_" + re.sub(r"\W", "_", spec_path.stem)
+    try:
+        source = spec_path.read_text(encoding="utf-8")
+        code = compile(source, str(spec_path), "exec")
+    except SyntaxError as exc:
+        raise SpecError(f"{spec_path}:{exc.lineno}: syntax error: {exc.msg}.") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{spec_path}: cannot read the spec file: {exc}.") from None
+
+    module_spec = importlib.util.spec_from_file_location(module_name, spec_path)
+    assert module_spec is not None
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[module_name] = module
+    folder = str(spec_path.resolve().parent)
+    added_path = folder not in sys.path
+    if added_path:
+        sys.path.insert(0, folder)
+    try:
+        exec(code, module.__dict__)
+    except SpecError as exc:
+        raise SpecError(f"{spec_path}:{_spec_line(exc, spec_path)}: {exc}") from None
+    except Exception as exc:
+        line = _spec_line(exc, spec_path)
+        raise SpecError(f"{spec_path}:{line}: {type(exc).__name__}: {exc}") from None
+    sweep = module.__dict__.get("sweep")
+    if sweep is None:
+        raise SpecError(f"{spec_path}: defines no module-level `sweep = sweeplab.Sweep(...)`.")
+    if not isinstance(sweep, Sweep):
+        raise SpecError(
+            f"{spec_path}: `sweep` must be a sweeplab.Sweep, but got {type(sweep).__name__}."
+        )
+    return sweep
+
+
+def _spec_line(exc: BaseException, spec_path: Path) -> str:
+    """The line of the spec file where `exc` was raised (the innermost frame in the file)."""
+    line = "?"
+    resolved = str(spec_path.resolve())
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename in (str(spec_path), resolved):
+            line = str(frame.lineno)
+    return line

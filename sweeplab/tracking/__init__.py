@@ -1,0 +1,55 @@
+"""MLflow tracking of sweeps: run hierarchy, batched logging, ranking and best-config selection.
+
+Light names (ranking, records) import eagerly; everything that needs MLflow, Ray or pandas is
+loaded on first use, so ``import sweeplab`` stays fast.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sweeplab.tracking._ranking import SweepSummary, TrialRecord, rank_trials
+
+if TYPE_CHECKING:
+    from sweeplab.tracking._read import (
+        SweepData,
+        UnknownSweepError,
+        best_trial,
+        list_sweeps,
+        load_sweep,
+    )
+    from sweeplab.tracking._tracker import SweepTracker, TrackingError
+
+__all__ = [
+    "SweepData",
+    "SweepSummary",
+    "SweepTracker",
+    "TrackingError",
+    "TrialRecord",
+    "UnknownSweepError",
+    "best_trial",
+    "list_sweeps",
+    "load_sweep",
+    "rank_trials",
+]
+
+_LAZY = {
+    "SweepTracker": "sweeplab.tracking._tracker",
+    "TrackingError": "sweeplab.tracking._tracker",
+    "SweepData": "sweeplab.tracking._read",
+    "UnknownSweepError": "sweeplab.tracking._read",
+    "best_trial": "sweeplab.tracking._read",
+    "list_sweeps": "sweeplab.tracking._read",
+    "load_sweep": "sweeplab.tracking._read",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

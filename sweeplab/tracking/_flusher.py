@@ -1,0 +1,381 @@
+"""Background delivery of trial runs, metrics, params and tags to MLflow.
+
+The Tune callback runs on the driver's event loop, so it must never wait for MLflow. It only
+appends to per-trial buffers; one daemon thread creates child runs and sends the buffers with
+``MlflowClient.log_batch`` every ``interval_s`` (sooner when much is pending). When the store
+cannot be reached the data stays in the buffers and the thread retries with exponential
+backoff (capped), so a tracking server may go away for minutes without losing a point.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+MAX_METRICS_PER_BATCH = 1000  # mlflow.utils.validation.MAX_METRICS_PER_BATCH
+MAX_PARAMS_TAGS_PER_BATCH = 100  # mlflow.utils.validation.MAX_PARAMS_TAGS_PER_BATCH
+MAX_PARAM_LENGTH = 6000
+MAX_TAG_LENGTH = 8000
+PARENT_TAG = "mlflow.parentRunId"
+
+# (key, value, timestamp in ms, step)
+MetricPoint = tuple[str, float, int, int]
+
+
+@dataclass
+class _RunBuffer:
+    """What is waiting to be sent for one trial's child run."""
+
+    trial_id: str
+    run_id: str | None = None
+    create_tags: dict[str, str] = field(default_factory=dict)
+    run_name: str | None = None
+    start_time: int | None = None
+    reopen: bool = False
+    params: dict[str, str] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+    metrics: list[MetricPoint] = field(default_factory=list)
+    terminal: str | None = None
+    end_time: int | None = None
+    # Steps already in MLflow per metric key; ``None`` until read back for a reused run.
+    logged: dict[str, set[int]] | None = None
+    create_failed: bool = False
+
+    def pending(self) -> int:
+        return (
+            len(self.metrics)
+            + len(self.params)
+            + len(self.tags)
+            + (self.run_id is None)
+            + self.reopen
+            + (self.terminal is not None)
+        )
+
+
+def _is_permanent(error: Exception) -> bool:
+    """Whether retrying cannot help (MLflow rejected the request itself)."""
+    from mlflow.exceptions import MlflowException
+
+    if not isinstance(error, MlflowException):
+        return False
+    status = error.get_http_status_code()
+    return 400 <= status < 500
+
+
+class Flusher:
+    """Sends trial data to MLflow from a background thread.
+
+    Args:
+        client_factory: Builds the ``MlflowClient`` used by the thread.
+        experiment_id: Experiment of the child runs.
+        parent_run_id: Parent (sweep) run of the child runs.
+        interval_s: How often buffers are sent.
+        max_backoff_s: Longest wait between two attempts while the store is unreachable.
+    """
+
+    def __init__(
+        self,
+        *,
+        client_factory: Callable[[], Any],
+        experiment_id: str,
+        parent_run_id: str,
+        interval_s: float = 0.5,
+        max_backoff_s: float = 30.0,
+        wake_at: int = 5000,
+    ) -> None:
+        self._client_factory = client_factory
+        self._experiment_id = experiment_id
+        self._parent_run_id = parent_run_id
+        self._interval_s = interval_s
+        self._max_backoff_s = max_backoff_s
+        self._wake_at = wake_at
+        self._buffers: dict[str, _RunBuffer] = {}
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._busy = False
+        self._failures = 0
+        self._next_attempt = 0.0
+        self._thread: threading.Thread | None = None
+        self.dropped: list[dict[str, Any]] = []
+        self.delivered_points = 0
+
+    # -- producer side (any thread; never blocks on I/O) ------------------------------------
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="sweeplab-mlflow", daemon=True)
+        self._thread.start()
+
+    def add_run(
+        self,
+        trial_id: str,
+        *,
+        tags: dict[str, str],
+        params: dict[str, str],
+        run_name: str | None = None,
+        existing_run_id: str | None = None,
+        reopen: bool = False,
+    ) -> None:
+        """Registers a trial: creates its child run later, or reuses ``existing_run_id``."""
+        with self._lock:
+            if trial_id in self._buffers:
+                return
+            buffer = _RunBuffer(trial_id=trial_id, run_id=existing_run_id, run_name=run_name)
+            if existing_run_id is None:
+                buffer.create_tags = {**tags, PARENT_TAG: self._parent_run_id}
+                buffer.start_time = int(time.time() * 1000)
+                buffer.params = dict(params)
+                buffer.logged = {}
+            else:
+                buffer.reopen = reopen
+            self._buffers[trial_id] = buffer
+
+    def reopen(self, trial_id: str) -> None:
+        with self._lock:
+            buffer = self._buffers[trial_id]
+            buffer.terminal = None
+            buffer.reopen = buffer.run_id is not None
+
+    def log_metrics(self, trial_id: str, points: Iterable[MetricPoint]) -> None:
+        with self._lock:
+            self._buffers[trial_id].metrics.extend(points)
+            if self._pending_locked() >= self._wake_at:
+                self._wake.set()
+
+    def set_tags(self, trial_id: str, tags: dict[str, str]) -> None:
+        with self._lock:
+            self._buffers[trial_id].tags.update(tags)
+
+    def end_run(self, trial_id: str, status: str) -> None:
+        with self._lock:
+            buffer = self._buffers[trial_id]
+            buffer.terminal = status
+            buffer.end_time = int(time.time() * 1000)
+
+    def run_id(self, trial_id: str) -> str | None:
+        with self._lock:
+            buffer = self._buffers.get(trial_id)
+            return buffer.run_id if buffer else None
+
+    def pending(self) -> int:
+        with self._lock:
+            return self._pending_locked()
+
+    def _pending_locked(self) -> int:
+        return sum(buffer.pending() for buffer in self._buffers.values())
+
+    def drain(self, timeout_s: float) -> bool:
+        """Waits until everything was delivered; returns whether it was within ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        self._next_attempt = 0.0
+        self._wake.set()
+        with self._idle:
+            while self._pending_locked() or self._busy:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._idle.wait(min(remaining, 0.2))
+                self._wake.set()
+        return True
+
+    def abandon(self) -> None:
+        """Stops the thread without delivering what is pending, as a killed driver would."""
+        self._next_attempt = float("inf")
+        self._stop.set()
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def write_undelivered(self, path: Path) -> int:
+        """Appends what could not be delivered to ``path`` (JSON lines); returns the count."""
+        lines: list[dict[str, Any]] = list(self.dropped)
+        with self._lock:
+            for b in self._buffers.values():
+                base = {"trial_id": b.trial_id, "run_id": b.run_id}
+                if b.run_id is None:
+                    lines.append({**base, "kind": "run", "tags": b.create_tags})
+                lines += [
+                    {**base, "kind": "param", "key": k, "value": v} for k, v in b.params.items()
+                ]
+                lines += [{**base, "kind": "tag", "key": k, "value": v} for k, v in b.tags.items()]
+                lines += [
+                    {**base, "kind": "metric", "key": k, "value": v, "timestamp": t, "step": s}
+                    for k, v, t, s in b.metrics
+                ]
+                if b.terminal is not None:
+                    lines.append({**base, "kind": "status", "value": b.terminal})
+        if lines:
+            with path.open("a", encoding="utf-8") as file:
+                for line in lines:
+                    file.write(json.dumps(line, default=str) + "\n")
+        return len(lines)
+
+    # -- consumer side (the flusher thread) -------------------------------------------------
+
+    def _run(self) -> None:
+        client = self._client_factory()
+        while True:
+            self._wake.wait(self._interval_s)
+            self._wake.clear()
+            stopping = self._stop.is_set()
+            if time.monotonic() >= self._next_attempt:
+                self._flush_all(client)
+            if stopping:
+                return
+
+    def _flush_all(self, client: Any) -> None:
+        with self._lock:
+            trial_ids = [t for t, b in self._buffers.items() if b.pending()]
+            self._busy = True
+        try:
+            for trial_id in trial_ids:
+                self._flush_one(client, trial_id)
+        except Exception as error:
+            self._failures += 1
+            delay = min(0.5 * 2**self._failures, self._max_backoff_s)
+            self._next_attempt = time.monotonic() + delay
+            log = logger.warning if self._failures in (1, 5, 10) else logger.debug
+            log(
+                "MLflow is not reachable (attempt %d, retrying in %.1f s; nothing is lost): %s",
+                self._failures,
+                delay,
+                str(error).splitlines()[0][:300] if str(error) else type(error).__name__,
+            )
+        else:
+            if self._failures:
+                logger.warning("MLflow is reachable again; delivering the buffered data.")
+            self._failures = 0
+        finally:
+            with self._idle:
+                self._busy = False
+                self._idle.notify_all()
+
+    def _flush_one(self, client: Any, trial_id: str) -> None:
+        from mlflow.entities import Metric, Param, RunTag
+
+        with self._lock:
+            buffer = self._buffers[trial_id]
+            run_id = buffer.run_id
+            create_failed = buffer.create_failed
+            create_tags, run_name, start_time = (
+                buffer.create_tags,
+                buffer.run_name,
+                buffer.start_time,
+            )
+        if run_id is None:
+            run_id = self._find_run(client, trial_id) if create_failed else None
+            if run_id is None:
+                try:
+                    run = client.create_run(
+                        self._experiment_id,
+                        start_time=start_time,
+                        tags=create_tags,
+                        run_name=run_name,
+                    )
+                except Exception:
+                    with self._lock:
+                        buffer.create_failed = True
+                    raise
+                run_id = run.info.run_id
+            with self._lock:
+                buffer.run_id = run_id
+        if buffer.reopen:
+            client.update_run(run_id, status="RUNNING")
+            with self._lock:
+                buffer.reopen = False
+        if buffer.logged is None:
+            buffer.logged = self._read_logged_steps(client, run_id)
+
+        with self._lock:
+            metrics, buffer.metrics = buffer.metrics, []
+            params, buffer.params = buffer.params, {}
+            tags, buffer.tags = buffer.tags, {}
+        logged = buffer.logged
+        fresh: list[MetricPoint] = []
+        for point in metrics:
+            steps = logged.setdefault(point[0], set())
+            if point[3] not in steps:
+                steps.add(point[3])
+                fresh.append(point)
+        param_items = [Param(k, v[:MAX_PARAM_LENGTH]) for k, v in params.items()]
+        tag_items = [RunTag(k, v[:MAX_TAG_LENGTH]) for k, v in tags.items()]
+        sent_metrics = 0
+        try:
+            while fresh[sent_metrics:] or param_items or tag_items:
+                batch_params = param_items[:MAX_PARAMS_TAGS_PER_BATCH]
+                batch_tags = tag_items[:MAX_PARAMS_TAGS_PER_BATCH]
+                room = MAX_METRICS_PER_BATCH - len(batch_params) - len(batch_tags)
+                chunk = fresh[sent_metrics : sent_metrics + room]
+                try:
+                    client.log_batch(
+                        run_id,
+                        metrics=[Metric(k, v, t, s) for k, v, t, s in chunk],
+                        params=batch_params,
+                        tags=batch_tags,
+                    )
+                except Exception as error:
+                    if not _is_permanent(error):
+                        raise
+                    logger.warning("MLflow rejected a batch for trial %s: %s", trial_id, error)
+                    self.dropped.append(
+                        {
+                            "trial_id": trial_id,
+                            "run_id": run_id,
+                            "kind": "rejected",
+                            "error": str(error)[:500],
+                        }
+                    )
+                sent_metrics += len(chunk)
+                self.delivered_points += len(chunk)
+                del param_items[: len(batch_params)]
+                del tag_items[: len(batch_tags)]
+        except Exception:
+            with self._lock:
+                for key, _value, _, step in fresh[sent_metrics:]:
+                    logged.get(key, set()).discard(step)
+                buffer.metrics[:0] = fresh[sent_metrics:]
+                buffer.params = {**{p.key: p.value for p in param_items}, **buffer.params}
+                buffer.tags = {**{t.key: t.value for t in tag_items}, **buffer.tags}
+            raise
+
+        with self._lock:
+            terminal, end_time = buffer.terminal, buffer.end_time
+            ready = terminal is not None and not buffer.metrics and not buffer.tags
+        if ready:
+            client.set_terminated(run_id, status=terminal, end_time=end_time)
+            with self._lock:
+                if buffer.terminal == terminal:
+                    buffer.terminal = None
+
+    def _find_run(self, client: Any, trial_id: str) -> str | None:
+        """Looks for a run whose creation may have succeeded although its request failed."""
+        runs = client.search_runs(
+            [self._experiment_id],
+            filter_string=(
+                f"tags.`{PARENT_TAG}` = '{self._parent_run_id}' "
+                f"and tags.`sweeplab.trial_id` = '{trial_id}'"
+            ),
+            max_results=1,
+        )
+        return runs[0].info.run_id if runs else None
+
+    @staticmethod
+    def _read_logged_steps(client: Any, run_id: str) -> dict[str, set[int]]:
+        run = client.get_run(run_id)
+        return {
+            key: {m.step for m in client.get_metric_history(run_id, key)}
+            for key in run.data.metrics
+        }

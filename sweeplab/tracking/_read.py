@@ -1,0 +1,217 @@
+"""Read side: sweeps, trials and learning curves from MLflow as pandas frames."""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sweeplab.errors import SweeplabError
+from sweeplab.tracking._flusher import PARENT_TAG
+
+SWEEP_FILTER = "tags.`sweeplab.role` = 'sweep'"
+
+
+class UnknownSweepError(SweeplabError, LookupError):
+    """No sweep of that name is recorded in the tracking store."""
+
+
+@dataclass
+class SweepData:
+    """One sweep as recorded in MLflow (its latest execution).
+
+    Attributes:
+        trials: One row per trial: ``trial_id, run_id, status, rank, best, last, iterations,
+            restarts`` and one ``config.<dotted param>`` column per config param, by rank.
+        history: Long frame of every metric point: ``trial_id, rank, metric, step, value,
+            timestamp``.
+        best: The best trial (same content as ``best_config.json``), or ``{}``.
+        metric: The ranked metric; ``mode``: ``min``/``max``.
+        parent_run_id: The sweep's parent run.
+        settings: The parent run's params.
+    """
+
+    name: str
+    metric: str
+    mode: str
+    parent_run_id: str
+    trials: Any
+    history: Any
+    best: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, str] = field(default_factory=dict)
+
+
+def _client(tracking_uri: str | None) -> tuple[Any, str]:
+    import mlflow
+    from mlflow import MlflowClient
+
+    uri = tracking_uri or mlflow.get_tracking_uri()
+    return MlflowClient(uri), uri
+
+
+def _latest_parent(client: Any, name: str, uri: str) -> Any:
+    experiment = client.get_experiment_by_name(name)
+    runs = []
+    if experiment is not None:
+        runs = client.search_runs(
+            [experiment.experiment_id],
+            filter_string=SWEEP_FILTER,
+            order_by=["attributes.start_time DESC"],
+            max_results=1,
+        )
+    if not runs:
+        raise UnknownSweepError(
+            f"No sweep named {name!r} in the tracking store {uri!r} "
+            "(`sweeplab ls` lists the recorded sweeps)."
+        )
+    return runs[0]
+
+
+def _children(client: Any, parent: Any) -> list[Any]:
+    runs: list[Any] = []
+    token = None
+    while True:
+        page = client.search_runs(
+            [parent.info.experiment_id],
+            filter_string=f"tags.`{PARENT_TAG}` = '{parent.info.run_id}'",
+            max_results=1000,
+            page_token=token,
+        )
+        runs.extend(page)
+        token = page.token
+        if not token:
+            return runs
+
+
+def list_sweeps(tracking_uri: str | None = None) -> Any:
+    """The sweeps in a tracking store, one row per sweep (its latest execution).
+
+    Returns:
+        A DataFrame with columns ``sweep, status, trials, best_metric, metric, started,
+        parent_run_id``, newest first.
+    """
+    import pandas as pd
+
+    client, _ = _client(tracking_uri)
+    rows = []
+    for experiment in client.search_experiments():
+        runs = client.search_runs(
+            [experiment.experiment_id],
+            filter_string=SWEEP_FILTER,
+            order_by=["attributes.start_time DESC"],
+            max_results=1,
+        )
+        if not runs:
+            continue
+        parent = runs[0]
+        metric = parent.data.params.get("metric", "")
+        best = parent.data.metrics.get(f"best_{metric}")
+        rows.append(
+            {
+                "sweep": experiment.name,
+                "status": parent.info.status,
+                "trials": len(_children(client, parent)),
+                "best_metric": best if best is not None else math.nan,
+                "metric": metric,
+                "started": pd.to_datetime(parent.info.start_time, unit="ms"),
+                "parent_run_id": parent.info.run_id,
+            }
+        )
+    columns = ["sweep", "status", "trials", "best_metric", "metric", "started", "parent_run_id"]
+    frame = pd.DataFrame(rows, columns=columns)
+    return frame.sort_values("started", ascending=False, ignore_index=True)
+
+
+def _best_from_parent(client: Any, parent: Any, uri: str) -> dict[str, Any]:
+    text = parent.data.tags.get("sweeplab.best")
+    if text is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                path = client.download_artifacts(parent.info.run_id, "best_config.json", tmp)
+            except Exception:
+                return {}
+            text = Path(path).read_text()
+    return {**json.loads(text), "tracking_uri": uri}
+
+
+def best_trial(name: str, tracking_uri: str | None = None) -> dict[str, Any]:
+    """The best trial of a sweep's latest execution, as in its ``best_config.json``.
+
+    Raises:
+        UnknownSweepError: No such sweep, or it has not finished ranking yet.
+    """
+    client, uri = _client(tracking_uri)
+    parent = _latest_parent(client, name, uri)
+    best = _best_from_parent(client, parent, uri)
+    if not best:
+        raise UnknownSweepError(
+            f"Sweep {name!r} has no best trial yet (its latest run "
+            f"{parent.info.run_id} is {parent.info.status})."
+        )
+    return best
+
+
+def load_sweep(name: str, tracking_uri: str | None = None) -> SweepData:
+    """Loads a sweep's latest execution: trials, learning curves and the best trial."""
+    import pandas as pd
+
+    client, uri = _client(tracking_uri)
+    parent = _latest_parent(client, name, uri)
+    settings = dict(parent.data.params)
+    metric, mode = settings.get("metric", ""), settings.get("mode", "min")
+    rows, points = [], []
+    for child in _children(client, parent):
+        tags, run_id = child.data.tags, child.info.run_id
+        trial_id = tags.get("sweeplab.trial_id", run_id)
+        rank = int(tags["sweeplab.rank"]) if tags.get("sweeplab.rank") else None
+        curve: dict[int, float] = {}
+        for key in child.data.metrics:
+            for point in client.get_metric_history(run_id, key):
+                points.append(
+                    {
+                        "trial_id": trial_id,
+                        "rank": rank,
+                        "metric": key,
+                        "step": point.step,
+                        "value": point.value,
+                        "timestamp": pd.to_datetime(point.timestamp, unit="ms"),
+                    }
+                )
+                if key == metric:
+                    curve.setdefault(point.step, point.value)
+        values = [v for v in curve.values() if not math.isnan(v)]
+        best = (min if mode == "min" else max)(values) if values else math.nan
+        row = {
+            "trial_id": trial_id,
+            "run_id": run_id,
+            "status": tags.get("sweeplab.status", ""),
+            "rank": rank,
+            "best": best,
+            "last": curve[max(curve)] if curve else math.nan,
+            "iterations": max(curve) if curve else 0,
+            "restarts": int(tags.get("sweeplab.restarts", "0") or 0),
+        }
+        row.update({f"config.{k}": v for k, v in sorted(child.data.params.items())})
+        rows.append(row)
+    trials = pd.DataFrame(rows)
+    if not trials.empty:
+        trials = trials.sort_values(["rank", "trial_id"], na_position="last", ignore_index=True)
+        trials["rank"] = trials["rank"].astype("Int64")
+    history = pd.DataFrame(
+        points, columns=["trial_id", "rank", "metric", "step", "value", "timestamp"]
+    )
+    if not history.empty:
+        history = history.sort_values(["trial_id", "metric", "step"], ignore_index=True)
+    return SweepData(
+        name=name,
+        metric=metric,
+        mode=mode,
+        parent_run_id=parent.info.run_id,
+        trials=trials,
+        history=history,
+        best=_best_from_parent(client, parent, uri),
+        settings=settings,
+    )

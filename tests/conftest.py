@@ -1,0 +1,45 @@
+"""Fixtures shared by the whole suite: one real local Ray per test session."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+
+
+@pytest.fixture(scope="session")
+def ray_local() -> Iterator[None]:
+    """A real local Ray with 2 CPUs, started the way `sweeplab sweep` starts it."""
+    import ray
+
+    from sweeplab.engine._runner import _runtime_env
+
+    runtime_env = _runtime_env(None, remote=False)
+    runtime_env["env_vars"]["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests")])
+    ray.init(
+        num_cpus=2,
+        runtime_env=runtime_env,
+        log_to_driver=False,
+        include_dashboard=True,
+        dashboard_host="127.0.0.1",
+    )
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Runs the test in tmp_path, so MLflow's default store and sweep storage land there."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

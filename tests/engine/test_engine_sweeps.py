@@ -1,0 +1,148 @@
+"""End-to-end sweeps on a real local Ray: every scheduler, conditional spaces, faults, PBT."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from toy_spec import write_spec
+
+from sweeplab.engine import SweepOptions, SweepOutcome, run_sweep
+from sweeplab.spec import load_spec
+
+pytestmark = pytest.mark.slow
+
+
+def results(outcome: SweepOutcome) -> dict[str, list[dict[str, Any]]]:
+    """Tune's own result rows of every trial (its progress.csv files), by trial id.
+
+    (Tune's result.json can miss rows when a trial's artifact sync rewrites it; progress.csv
+    is written by the driver alone.)
+    """
+    import pandas as pd
+
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for path in (outcome.storage_dir / "tune").glob("*/progress.csv"):
+        frame = pd.read_csv(path, dtype={"trial_id": str, "origin": str, "node": str})
+        if len(frame):
+            records = frame.to_dict("records")
+            rows[str(records[0]["trial_id"])] = records
+    return rows
+
+
+def sweep(tmp_path: Path, source: str, **spec_kwargs: Any) -> SweepOutcome:
+    spec = write_spec(tmp_path, source, **spec_kwargs)
+    options = SweepOptions(
+        spec_path=spec,
+        storage=tmp_path / "runs",
+        tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
+        live=False,
+    )
+    return run_sweep(load_spec(spec), options)
+
+
+CONDITIONAL = (
+    '{"x": uniform(0, 1), "opt": choice({"sgd": {"lr": loguniform(1e-3, 1e-1)}, '
+    '"adam": {"beta": uniform(0.8, 0.99)}})}'
+)
+
+
+@pytest.mark.parametrize(
+    ("searcher", "scheduler", "space"),
+    [
+        (
+            "optuna",
+            "asha",
+            CONDITIONAL,
+        ),
+        (
+            "hyperopt",
+            "hyperband",
+            CONDITIONAL,
+        ),
+        ("random", "median", '{"x": uniform(0, 1), "lr": quniform(0.01, 0.1, 0.01)}'),
+        ("grid", "fifo", '{"x": grid([0.1, 0.5]), "lr": randint(1, 3)}'),
+    ],
+)
+def test_scheduler_and_searcher(
+    ray_local: None, in_tmp: Path, searcher: str, scheduler: str, space: str
+) -> None:
+    outcome = sweep(
+        in_tmp,
+        f'name="s-{scheduler}", space={space}, metric="loss", mode="min", '
+        f'searcher="{searcher}", scheduler="{scheduler}", max_iterations=4, seed=1, '
+        f"num_trials={2 if searcher == 'grid' else 6}",
+        epochs=4,
+    )
+    rows = results(outcome)
+    expected = 4 if searcher == "grid" else 6  # grid: 2 combinations x 2 repeats
+    assert len(rows) == expected == outcome.trials
+    assert outcome.errored == 0
+    for trial_rows in rows.values():
+        assert [r["training_iteration"] for r in trial_rows] == list(range(1, len(trial_rows) + 1))
+        assert all(r["loss"] == r["loss"] for r in trial_rows)
+        received = json.loads(trial_rows[0]["config_json"])
+        spec_space = load_spec(in_tmp / "toy.py").space
+        spec_space.validate_config(received)  # the train_func got the final nested shape
+        if "opt" in space:
+            branch = received["opt"]
+            assert set(branch) == ({"name", "lr"} if branch["name"] == "sgd" else {"name", "beta"})
+    if scheduler == "asha":
+        assert min(len(r) for r in rows.values()) < 4, "the scheduler stopped no trial early"
+    best = json.loads((outcome.storage_dir / "best_config.json").read_text())
+    values = [min(r["loss"] for r in trial) for trial in rows.values()]
+    assert best["value"] == pytest.approx(min(values))
+    assert Path(best["checkpoint"]).is_dir()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_fault_heals_from_checkpoint(ray_local: None, in_tmp: Path, workers: int) -> None:
+    """A worker raising mid-trial: the trial (1 worker) or the group (2) restarts from its
+    latest checkpoint and the epoch counter goes on where it stopped."""
+    outcome = sweep(
+        in_tmp,
+        f'name="faulty", space={{"x": 0.5, "fail_at": 3, "marker_dir": "{in_tmp}"}}, '
+        'metric="loss", mode="min", num_trials=1, max_iterations=6, max_failures=1, '
+        f"workers_per_trial={workers}",
+        epochs=6,
+    )
+    (trial_rows,) = results(outcome).values()
+    assert (in_tmp / "failed-once").exists(), "the fault was not injected"
+    assert outcome.errored == 0
+    # The epoch counter continues where the checkpoint left it: no epoch reported twice.
+    assert [r["epoch"] for r in trial_rows] == [0, 1, 2, 3, 4, 5]
+    assert {r["sweeplab_workers"] for r in trial_rows} == {workers}
+
+
+def test_pbt_transfers_donor_checkpoint(ray_local: None, in_tmp: Path) -> None:
+    outcome = sweep(
+        in_tmp,
+        'name="pbt", space={"x": uniform(0, 1), "lr": uniform(0.001, 1.0)}, metric="loss", '
+        'mode="min", scheduler="pbt", num_trials=4, max_iterations=12, seed=3',
+        epochs=12,
+        sleep=0.3,
+    )
+    rows = results(outcome)
+    assert len(rows) == 4 and outcome.errored == 0
+    first_origin = {trial: trial_rows[0]["origin"] for trial, trial_rows in rows.items()}
+    exploited = []
+    for trial, trial_rows in rows.items():
+        for before, after in itertools.pairwise(trial_rows):
+            if after["origin"] != before["origin"]:
+                exploited.append((trial, before, after))
+    assert exploited, "PBT exploited no trial"
+    for trial, before, after in exploited:
+        # The recipient now carries the donor's state: its origin, and epoch counting on.
+        assert after["origin"] in first_origin.values()
+        assert after["origin"] != first_origin[trial] or before["origin"] != first_origin[trial]
+        # ... with a mutated config that still lies in the space.
+        new_config = json.loads(after["config_json"])
+        load_spec(in_tmp / "toy.py").space.validate_config(new_config)
+        assert new_config != json.loads(before["config_json"])
+    for trial_rows in rows.values():
+        # Iteration and epoch move together, across exploits too: the state came with the
+        # checkpoint rather than restarting from scratch.
+        assert all(r["training_iteration"] == r["epoch"] + 1 for r in trial_rows)

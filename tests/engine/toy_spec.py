@@ -1,0 +1,78 @@
+"""Writes small spec files for end-to-end tests: a toy Ray Train function with checkpoints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+TRAIN_FUNC = """
+import json
+import os
+import tempfile
+import time
+import uuid
+
+import ray
+from ray import train
+
+import sweeplab
+from sweeplab import choice, grid, loguniform, quniform, randint, uniform
+
+
+def train_func(config):
+    state = {"epoch": -1, "origin": uuid.uuid4().hex[:8], "w": 0.0}
+    checkpoint = train.get_checkpoint()
+    if checkpoint:
+        with checkpoint.as_directory() as folder:
+            with open(os.path.join(folder, "state.json")) as f:
+                state = json.load(f)
+    ctx = train.get_context()
+    x = float(config.get("x", 0.5))
+    for epoch in range(state["epoch"] + 1, EPOCHS):
+        fail_at = config.get("fail_at")
+        marker = os.path.join(config.get("marker_dir", "/nonexistent"), "failed-once")
+        if fail_at is not None and epoch == fail_at and not os.path.exists(marker):
+            open(marker, "w").close()
+            if config.get("fail_how") == "sigkill":
+                os.kill(os.getpid(), 9)
+            raise RuntimeError("injected fault")
+        time.sleep(SLEEP)
+        state["w"] += float(config.get("lr", 0.1))
+        loss = (x - 0.3) ** 2 + 1.0 / (epoch + 1) - 0.01 * state["w"]
+        state["epoch"] = epoch
+        metrics = {
+            "loss": loss,
+            "epoch": epoch,
+            "origin": state["origin"],
+            "w": state["w"],
+            "rank": ctx.get_world_rank(),
+            "world_size": ctx.get_world_size(),
+            "node": ray.get_runtime_context().get_node_id(),
+            "config_json": json.dumps(config, sort_keys=True),
+        }
+        with tempfile.TemporaryDirectory() as folder:
+            ckpt = None
+            if ctx.get_world_rank() == 0 and epoch % CHECKPOINT_EVERY == 0:
+                with open(os.path.join(folder, "state.json"), "w") as f:
+                    json.dump(state, f)
+                ckpt = train.Checkpoint.from_directory(folder)
+            train.report(metrics, checkpoint=ckpt)
+"""
+
+
+def write_spec(
+    folder: Path,
+    sweep_source: str,
+    *,
+    epochs: int = 4,
+    sleep: float = 0.05,
+    checkpoint_every: int = 1,
+    name: str = "toy",
+) -> Path:
+    """A spec file whose `sweep = sweeplab.Sweep(<sweep_source>)` uses the toy train_func."""
+    path = folder / f"{name}.py"
+    header = f"EPOCHS = {epochs}\nSLEEP = {sleep}\nCHECKPOINT_EVERY = {checkpoint_every}\n"
+    path.write_text(
+        header + TRAIN_FUNC + f"\n\nsweep = sweeplab.Sweep(\n    train_func=train_func,\n"
+        f"    {sweep_source}\n)\n"
+    )
+    return path

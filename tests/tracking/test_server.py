@@ -1,0 +1,101 @@
+"""Sweeps logged over HTTP to a real ``mlflow server``, including one that goes away."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from _helpers import N_ITER, children, make_trainable, tune_results
+from mlflow_server import MlflowServer
+
+from sweeplab.tracking import SweepTracker, best_trial
+
+pytestmark = pytest.mark.slow
+
+
+def _run_sweep(uri: str, root: Path, name: str, xs: list[int], sleep_s: float) -> tuple:
+    from ray import tune
+
+    tracker = SweepTracker(
+        tracking_uri=uri, sweep_name=name, storage_dir=root / "sweep", metric="loss",
+        mode="min", max_iterations=N_ITER,
+    )  # fmt: skip
+    tracker.start()
+    grid = tune.Tuner(
+        make_trainable(root / "ckpt", sleep_s=sleep_s),
+        param_space={"x": tune.grid_search(xs)},
+        tune_config=tune.TuneConfig(metric="loss", mode="min"),
+        run_config=tune.RunConfig(
+            name=name, storage_path=str(root / "ray"), verbose=0,
+            callbacks=[tracker.tune_callback()],
+        ),
+    ).fit()  # fmt: skip
+    return tracker, grid, tracker.finish()
+
+
+def _assert_complete(uri: str, tracker: SweepTracker, grid) -> None:  # type: ignore[no-untyped-def]
+    from mlflow import MlflowClient
+
+    client = MlflowClient(uri)
+    assert tracker.experiment_id is not None and tracker.parent_run_id is not None
+    runs = children(client, tracker.parent_run_id, tracker.experiment_id)
+    by_trial = {r.data.tags["sweeplab.trial_id"]: r for r in runs}
+    assert len(by_trial) == len(runs) == len(list(grid))
+    for result in grid:
+        run = by_trial[result.metrics["trial_id"]]
+        rows = tune_results(result.path)
+        assert len(rows) == len(result.metrics_dataframe) == N_ITER
+        for key in ("loss", "acc", "time_total_s"):
+            history = client.get_metric_history(run.info.run_id, key)
+            assert sorted(m.step for m in history) == [r["training_iteration"] for r in rows]
+        assert run.info.status == "FINISHED"
+        assert run.data.tags["sweeplab.status"] == "finished"
+
+
+def test_sweep_over_http(ray_local: None, mlflow_server: MlflowServer, tmp_path: Path) -> None:
+    from mlflow import MlflowClient
+
+    tracker, grid, summary = _run_sweep(mlflow_server.uri, tmp_path, "http", [0, 1, 2], 0.01)
+    _assert_complete(mlflow_server.uri, tracker, grid)
+    client = MlflowClient(mlflow_server.uri)
+    assert tracker.parent_run_id is not None
+    files = [a.path for a in client.list_artifacts(tracker.parent_run_id, "best_checkpoint")]
+    assert files == ["best_checkpoint/weights.txt"]
+    assert list((mlflow_server.root / "artifacts").rglob("weights.txt"))
+    assert best_trial("http", tracking_uri=mlflow_server.uri)["trial_id"] == summary.best.trial_id
+    assert not (tmp_path / "sweep" / "mlflow_undelivered.jsonl").exists()
+
+
+def test_server_outage_loses_nothing(
+    ray_local: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Exercise sweeplab's own retry loop, not MLflow's HTTP retries (which would mostly hide it).
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
+    server = MlflowServer(tmp_path / "server")
+    outage: dict[str, float] = {}
+
+    def bounce() -> None:
+        time.sleep(6)
+        server.stop()
+        outage["down"] = time.monotonic()
+        time.sleep(4)
+        server.start()
+        outage["up"] = time.monotonic()
+        print(f"server down for {outage['up'] - outage['down']:.1f} s")
+
+    try:
+        server.start()
+        thread = threading.Thread(target=bounce, daemon=True)
+        thread.start()
+        begin = time.monotonic()
+        tracker, grid, _ = _run_sweep(server.uri, tmp_path, "outage", [0, 1, 2, 3], 0.5)
+        print(f"sweep + finish took {time.monotonic() - begin:.1f} s")
+        thread.join(timeout=120)
+        assert "up" in outage  # the server really went away during the sweep
+        _assert_complete(server.uri, tracker, grid)
+        assert not (tmp_path / "sweep" / "mlflow_undelivered.jsonl").exists()
+    finally:
+        server.stop()
