@@ -216,7 +216,7 @@ def _print_outcome(console: Any, outcome: Any) -> None:
                 trial.status,
                 "-" if value is None else f"{value:.4g}",
                 str(trial.iterations),
-                json.dumps(trial.config, default=str),
+                _compact(trial.config),
             )
         console.print(table)
     if outcome.best:
@@ -224,6 +224,17 @@ def _print_outcome(console: Any, outcome: Any) -> None:
         console.print_json(json.dumps(outcome.best.get("config"), default=str))
         console.print(f"written to {outcome.storage_dir / 'best_config.json'}")
     console.print(f"Ray's logs: {outcome.storage_dir / 'ray.log'}")
+
+
+def _compact(config: dict[str, Any]) -> str:
+    """`lr=0.0229 optimizer.name=adam`: a config on one short line."""
+    from sweeplab.space import flatten_config
+
+    parts = []
+    for key, value in flatten_config(config).items():
+        text = f"{value:.4g}" if isinstance(value, float) else str(value)
+        parts.append(f"{key}={text}")
+    return " ".join(parts)
 
 
 def _cmd_ls(args: argparse.Namespace) -> int:

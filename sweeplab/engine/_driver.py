@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import math
 import threading
 from collections.abc import Callable, Mapping
@@ -110,6 +111,30 @@ def _make_report_callback(queue: Any, metrics_from: str) -> Any:
     return _QueueReportCallback()
 
 
+class StartFromCheckpoint:
+    """A worker function whose `ray.train.get_checkpoint()` starts at a given checkpoint.
+
+    Train V2 dropped `TorchTrainer(resume_from_checkpoint=...)` (it raises a
+    DeprecationWarning). A restarted trial (PBT exploit, retry, resumed sweep) must still see the
+    checkpoint it restarts from, so each worker puts it into its Train context before the user's
+    function runs, unless Train already has a checkpoint of this run (a restarted group).
+    """
+
+    def __init__(self, train_func: Callable[..., Any], checkpoint_path: str) -> None:
+        self.train_func = train_func
+        self.checkpoint_path = checkpoint_path
+        self.takes_config = bool(inspect.signature(train_func).parameters)
+
+    def __call__(self, config: dict[str, Any]) -> Any:
+        import ray.train
+        from ray.train.v2._internal.execution.context import get_train_context
+
+        context = get_train_context()
+        if context.checkpoint is None:
+            context.checkpoint = ray.train.Checkpoint(self.checkpoint_path)
+        return self.train_func(config) if self.takes_config else self.train_func()
+
+
 def _attempt_name(train_storage: str, trial_id: str) -> str:
     """A fresh Train run name for each start of the trial.
 
@@ -148,15 +173,15 @@ def run_trial(config: dict[str, Any], settings: TrialSettings) -> None:
         )
         return
     restored = ray.tune.get_checkpoint()
-    resume_from = None
+    train_func: Any = settings.train_func
     if restored is not None:
-        resume_from = ray.train.Checkpoint(restored.path, restored.filesystem)
+        train_func = StartFromCheckpoint(settings.train_func, restored.path)
 
     queue = Queue(actor_options={"num_cpus": 0})
     name = _attempt_name(settings.train_storage, trial_id)
     Path(settings.train_storage, name).mkdir(parents=True, exist_ok=True)
     trainer = TorchTrainer(
-        settings.train_func,
+        train_func,
         train_loop_config=user_config,
         scaling_config=ray.train.ScalingConfig(
             num_workers=settings.num_workers,
@@ -175,7 +200,6 @@ def run_trial(config: dict[str, Any], settings: TrialSettings) -> None:
             failure_config=ray.train.FailureConfig(max_failures=settings.max_failures),
             callbacks=[_make_report_callback(queue, settings.metrics_from)],
         ),
-        resume_from_checkpoint=resume_from,
     )
 
     outcome: dict[str, BaseException] = {}

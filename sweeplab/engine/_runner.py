@@ -133,6 +133,21 @@ def _runtime_env(spec_dir: Path | None, remote: bool) -> dict[str, Any]:
     return runtime_env
 
 
+def _quiet_libraries() -> None:
+    """Keeps Tune's, MLflow's and Optuna's chatter off the terminal: the live table shows it."""
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    import mlflow  # noqa: F401  (mlflow sets its loggers' levels when imported)
+
+    for name in ("mlflow", "alembic", "optuna"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    try:
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+    except ImportError:  # pragma: no cover - optuna is a dependency
+        pass
+
+
 def _pickle_spec_by_value(sweep: Sweep) -> None:
     """Ray workers cannot import a spec file loaded from a path: ship its functions by value."""
     import ray.cloudpickle
@@ -171,6 +186,7 @@ def run_sweep(sweep: Sweep, options: SweepOptions | None = None) -> SweepOutcome
 
     import ray
 
+    _quiet_libraries()
     _pickle_spec_by_value(sweep)
     spec_dir = options.spec_path.resolve().parent if options.spec_path else None
     ray_log = run_dir / "ray.log"
@@ -382,3 +398,4 @@ def _live(table: LiveTable, enabled: bool) -> Iterator[None]:
     console = Console(stderr=True)
     with Live(table, console=console, refresh_per_second=2, transient=False):
         yield
+    console.print()

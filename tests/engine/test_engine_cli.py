@@ -1,0 +1,119 @@
+"""The `sweeplab` command: exit codes, one-line errors, nothing started or written on bad input."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from toy_spec import write_spec
+
+ENV = {**os.environ, "COLUMNS": "120"}
+
+
+def cli(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sweeplab.cli", *args],
+        cwd=cwd,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+GOOD = 'name="toy", space={"x": uniform(0, 1)}, metric="loss", mode="min", scheduler="asha"'
+
+
+def test_preview_prints_the_plan_and_starts_nothing(tmp_path: Path) -> None:
+    spec = write_spec(tmp_path, GOOD + ", num_trials=9, max_iterations=9, workers_per_trial=2")
+    result = cli("preview", str(spec), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    for expected in (
+        "search space",
+        "uniform [0.0, 1.0]",
+        "ASHA",
+        "trials reaching it",
+        "2 worker(s) x {1 CPU}",
+        "concurrency",
+    ):
+        assert expected in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["toy.py"], "preview wrote files"
+
+
+BAD_SPECS = [
+    ("syntax.py", "def broken(:\n", "syntax.py:1: syntax error"),
+    ("nosweep.py", "x = 1\n", "defines no module-level `sweep"),
+    ("wrongtype.py", None, "Sweep field `num_trials`"),
+    ("pathname.py", None, "Sweep field `name`"),
+    ("dotdot.py", None, "Sweep field `name`"),
+    ("neverfits.py", None, "can never hold it"),
+]
+BAD_SOURCES = {
+    "wrongtype.py": GOOD + ', num_trials="many"',
+    "pathname.py": GOOD.replace('name="toy"', 'name="../escape"'),
+    "dotdot.py": GOOD.replace('name="toy"', 'name="a..b"'),
+    "neverfits.py": GOOD + ", workers_per_trial=64",
+}
+
+
+@pytest.mark.parametrize(("file", "source", "message"), BAD_SPECS)
+def test_bad_spec_exits_2_with_one_line(
+    tmp_path: Path, file: str, source: str | None, message: str
+) -> None:
+    if source is None:
+        path = write_spec(tmp_path, BAD_SOURCES[file], name=file[:-3])
+    else:
+        path = tmp_path / file
+        path.write_text(source)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = cli("sweep", str(path), "--no-live", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == before, "something was written"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["sweep", "missing.py"],
+        ["sweep", "spec.txt"],
+        ["preview", "missing.py"],
+    ],
+)
+def test_bad_arguments_exit_2(tmp_path: Path, args: list[str]) -> None:
+    (tmp_path / "spec.txt").write_text("")
+    result = cli(*args, cwd=tmp_path)
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_bad_num_trials_flag_exits_2(tmp_path: Path) -> None:
+    spec = write_spec(tmp_path, GOOD)
+    result = cli("sweep", str(spec), "--num-trials", "0", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "--num-trials" in result.stderr
+
+
+def test_resume_without_an_interrupted_run_exits_2(tmp_path: Path) -> None:
+    spec = write_spec(tmp_path, GOOD)
+    result = cli("sweep", str(spec), "--resume", "--no-live", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "no interrupted sweep" in result.stderr
+
+
+def test_help_is_fast_and_imports_no_ray(tmp_path: Path) -> None:
+    code = (
+        "import sys; from sweeplab.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print('ray' in sys.modules, 'mlflow' in sys.modules, 'torch' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60
+    )
+    assert result.stdout.strip().splitlines()[-1] == "False False False"

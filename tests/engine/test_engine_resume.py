@@ -1,0 +1,100 @@
+"""`--resume` after the sweep driver is killed with SIGKILL."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from toy_spec import write_spec
+
+pytestmark = pytest.mark.slow
+
+
+def test_resume_after_sigkill_finishes_the_sweep(in_tmp: Path) -> None:
+    import mlflow
+
+    spec = write_spec(
+        in_tmp,
+        'name="killed", space={"x": uniform(0, 1)}, metric="loss", mode="min", '
+        "num_trials=4, max_iterations=8, workers_per_trial=2, cpus_per_worker=0.5, seed=0",
+        epochs=8,
+        sleep=0.5,
+    )
+    uri = f"sqlite:///{in_tmp / 'mlflow.db'}"
+    command = [
+        sys.executable,
+        "-m",
+        "sweeplab.cli",
+        "sweep",
+        str(spec),
+        "--no-live",
+        "--tracking-uri",
+        uri,
+    ]
+    driver = subprocess.Popen(
+        command,
+        cwd=in_tmp,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    # Kill the driver once the first trials have reported, before the sweep can finish.
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        progress = list(in_tmp.glob("sweeplab-runs/killed/run-*/tune/*/progress.csv"))
+        if sum(len(p.read_text().splitlines()) - 1 for p in progress) >= 4:
+            break
+        time.sleep(0.5)
+    else:
+        driver.kill()
+        pytest.fail("the sweep never reported")
+    os.kill(driver.pid, signal.SIGKILL)
+    driver.wait(timeout=30)
+    # What the killed driver's Ray left behind is stopped as a real crash would leave it.
+    subprocess.run(
+        [sys.executable, "-m", "ray.scripts.scripts", "stop", "--force"],
+        capture_output=True,
+        timeout=120,
+    )
+
+    resumed = subprocess.run(
+        [*command, "--resume"], cwd=in_tmp, capture_output=True, text=True, timeout=600
+    )
+    _stop_orphans(driver.pid)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+
+    client = mlflow.MlflowClient(uri)
+    experiment = client.get_experiment_by_name("killed")
+    runs = client.search_runs([experiment.experiment_id])
+    parents = [r for r in runs if r.data.tags.get("sweeplab.role") == "sweep"]
+    children = [r for r in runs if r.data.tags.get("sweeplab.role") == "trial"]
+    assert len(parents) == 1, "resume must continue the same parent run"
+    trial_ids = [r.data.tags["sweeplab.trial_id"] for r in children]
+    assert len(trial_ids) == len(set(trial_ids)) == 4, "one child run per trial, 4 trials"
+    assert {r.info.status for r in children} == {"FINISHED"}
+    assert {r.data.tags["sweeplab.status"] for r in children} == {"finished"}
+    for run in children:
+        history = client.get_metric_history(run.info.run_id, "loss")
+        steps = sorted(m.step for m in history)
+        assert steps == list(range(1, 9)), f"{run.data.tags['sweeplab.trial_id']}: {steps}"
+
+
+def _stop_orphans(driver_pid: int) -> None:
+    """Stops the local Ray the killed driver had started (its session name ends in its pid)."""
+    marker = f"_{driver_pid}"
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "session_" in cmdline and marker in cmdline:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(proc.name), signal.SIGKILL)
