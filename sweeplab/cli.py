@@ -66,6 +66,17 @@ def _parser() -> argparse.ArgumentParser:
     best.add_argument("--json", action="store_true", help="print JSON")
     _tracking_arg(best)
 
+    report = sub.add_parser("report", help="write a self-contained HTML report of a sweep")
+    report.add_argument("sweep", help="sweep name")
+    report.add_argument("--out", type=Path, required=True, help="HTML file to write")
+    _tracking_arg(report)
+
+    status = sub.add_parser(
+        "status", help="the cluster's free resources beside what one trial of a spec needs"
+    )
+    status.add_argument("spec", type=Path, nargs="?", help="spec file (optional)")
+    status.add_argument("--address", help="Ray cluster address (default: this machine)")
+
     ui = sub.add_parser("ui", help="start the MLflow UI on the tracking store (127.0.0.1)")
     _tracking_arg(ui)
     ui.add_argument("--port", type=_positive_int, default=5000)
@@ -89,6 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "ls": _cmd_ls,
             "best": _cmd_best,
             "ui": _cmd_ui,
+            "report": _cmd_report,
+            "status": _cmd_status,
         }[args.command]
         return handler(args)
     except SweeplabError as exc:
@@ -284,6 +297,20 @@ def _cmd_best(args: argparse.Namespace) -> int:
     console.print(f"checkpoint: {best.get('checkpoint')}")
     console.print(f"MLflow run: {best.get('mlflow_run_id')}")
     return EXIT_OK
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from sweeplab.report import write_report
+
+    path = write_report(args.sweep, args.out, tracking_uri=args.tracking_uri)
+    print(f"report written to {path}")
+    return EXIT_OK
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    from sweeplab.engine.status import print_status
+
+    return print_status(spec=args.spec, address=args.address)
 
 
 def _cmd_ui(args: argparse.Namespace) -> int:

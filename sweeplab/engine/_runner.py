@@ -257,6 +257,7 @@ def _run_on_ray(
     SINKS.append(make_display_callback(table))
     if tracker is not None:
         SINKS.append(tracker.tune_callback())
+        SINKS.append(tracker)  # PBT's exploits reach it through `_exploit_hook`
     tune_path = run_dir / "tune"
     if options.resume and tune.Tuner.can_restore(str(tune_path)):
         tuner = tune.Tuner.restore(

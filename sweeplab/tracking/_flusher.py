@@ -46,7 +46,7 @@ class _RunBuffer:
     terminal: str | None = None
     end_time: int | None = None
     # Steps already in MLflow per metric key; ``None`` until read back for a reused run.
-    logged: dict[str, set[int]] | None = None
+    logged: dict[str, set[tuple[int, float]]] | None = None
     create_failed: bool = False
 
     def pending(self) -> int:
@@ -306,9 +306,11 @@ class Flusher:
         logged = buffer.logged
         fresh: list[MetricPoint] = []
         for point in metrics:
+            # (step, value): a resumed sweep re-sends points MLflow has; a PBT recipient
+            # reports new values at steps its pre-exploit self already used.
             steps = logged.setdefault(point[0], set())
-            if point[3] not in steps:
-                steps.add(point[3])
+            if (point[3], point[1]) not in steps:
+                steps.add((point[3], point[1]))
                 fresh.append(point)
         param_items = [Param(k, v[:MAX_PARAM_LENGTH]) for k, v in params.items()]
         tag_items = [RunTag(k, v[:MAX_TAG_LENGTH]) for k, v in tags.items()]
@@ -344,8 +346,8 @@ class Flusher:
                 del tag_items[: len(batch_tags)]
         except Exception:
             with self._lock:
-                for key, _value, _, step in fresh[sent_metrics:]:
-                    logged.get(key, set()).discard(step)
+                for key, value, _, step in fresh[sent_metrics:]:
+                    logged.get(key, set()).discard((step, value))
                 buffer.metrics[:0] = fresh[sent_metrics:]
                 buffer.params = {**{p.key: p.value for p in param_items}, **buffer.params}
                 buffer.tags = {**{t.key: t.value for t in tag_items}, **buffer.tags}
@@ -373,9 +375,9 @@ class Flusher:
         return runs[0].info.run_id if runs else None
 
     @staticmethod
-    def _read_logged_steps(client: Any, run_id: str) -> dict[str, set[int]]:
+    def _read_logged_steps(client: Any, run_id: str) -> dict[str, set[tuple[int, float]]]:
         run = client.get_run(run_id)
         return {
-            key: {m.step for m in client.get_metric_history(run_id, key)}
+            key: {(m.step, m.value) for m in client.get_metric_history(run_id, key)}
             for key in run.data.metrics
         }

@@ -345,12 +345,14 @@ class SweepTracker:
         points: list[MetricPoint] = [(k, v, timestamp, step) for k, v in metrics.items()]
         if points:
             self._flusher.log_metrics(state.trial_id, points)
+        # A PBT recipient continues at its donor's iteration, so a step can come again: the
+        # later report (the trial's present lineage) wins.
         if self.metric in metrics:
-            state.values.setdefault(step, metrics[self.metric])
+            state.values[step] = metrics[self.metric]
         checkpoint = result.get("checkpoint_path")
         if isinstance(checkpoint, str) and checkpoint:
-            state.checkpoints.setdefault(step, checkpoint)
-        state.iterations = max(state.iterations, step)
+            state.checkpoints[step] = checkpoint
+        state.iterations = step
         state.stopped_at_result = bool(result.get("done"))
 
     def _on_complete(self, trial: Any) -> None:

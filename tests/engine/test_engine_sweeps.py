@@ -33,6 +33,46 @@ def results(outcome: SweepOutcome) -> dict[str, list[dict[str, Any]]]:
     return rows
 
 
+def check_mlflow_record(
+    tmp_path: Path, outcome: SweepOutcome, rows: dict[str, list[dict[str, Any]]]
+) -> list[Any]:
+    """The sweep's MLflow record follows the data model; returns the child runs."""
+    import mlflow
+
+    from sweeplab.space import flatten_config
+
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name(outcome.sweep.name)
+    runs = client.search_runs([experiment.experiment_id])
+    (parent,) = [r for r in runs if r.data.tags.get("sweeplab.role") == "sweep"]
+    children = [r for r in runs if r.data.tags.get("sweeplab.role") == "trial"]
+    assert parent.info.status == "FINISHED"
+    assert parent.data.params["searcher"] == outcome.sweep.searcher_name
+    assert parent.data.params["scheduler"] == outcome.sweep.scheduler_name
+    artifacts = {a.path for a in client.list_artifacts(parent.info.run_id, "spec")}
+    assert {"spec/toy.py", "spec/space.yaml"} <= artifacts
+    assert sorted(r.data.tags["sweeplab.trial_id"] for r in children) == sorted(rows)
+    assert sorted(int(r.data.tags["sweeplab.rank"]) for r in children) == list(
+        range(1, len(rows) + 1)
+    )
+    best = json.loads((outcome.storage_dir / "best_config.json").read_text())
+    assert parent.data.params["best_trial_id"] == best["trial_id"]
+    for key, value in flatten_config(best["config"]).items():
+        assert parent.data.params[f"best.{key}"] == str(value)
+    for run in children:
+        assert run.data.tags["mlflow.parentRunId"] == parent.info.run_id
+        trial_rows = rows[run.data.tags["sweeplab.trial_id"]]
+        first_config = json.loads(trial_rows[0]["config_json"])
+        for key, value in flatten_config(first_config).items():
+            assert run.data.params[key] == str(value)  # starting config, flattened with dots
+        history = client.get_metric_history(run.info.run_id, "loss")
+        # Every report, at step = its training_iteration (a PBT recipient repeats steps).
+        assert sorted(m.step for m in history) == sorted(
+            r["training_iteration"] for r in trial_rows
+        )
+    return children
+
+
 def sweep(tmp_path: Path, source: str, **spec_kwargs: Any) -> SweepOutcome:
     spec = write_spec(tmp_path, source, **spec_kwargs)
     options = SweepOptions(
@@ -90,6 +130,7 @@ def test_scheduler_and_searcher(
         if "opt" in space:
             branch = received["opt"]
             assert set(branch) == ({"name", "lr"} if branch["name"] == "sgd" else {"name", "beta"})
+    check_mlflow_record(in_tmp, outcome, rows)
     if scheduler == "asha":
         assert min(len(r) for r in rows.values()) < 4, "the scheduler stopped no trial early"
     best = json.loads((outcome.storage_dir / "best_config.json").read_text())
@@ -146,3 +187,11 @@ def test_pbt_transfers_donor_checkpoint(ray_local: None, in_tmp: Path) -> None:
         # Iteration and epoch move together, across exploits too: the state came with the
         # checkpoint rather than restarting from scratch.
         assert all(r["training_iteration"] == r["epoch"] + 1 for r in trial_rows)
+    # The lineage reached MLflow: a donor tag on each exploited trial's run.
+    children = check_mlflow_record(in_tmp, outcome, rows)
+    donors = {
+        run.data.tags["sweeplab.trial_id"]: run.data.tags.get("sweeplab.pbt.donor")
+        for run in children
+    }
+    for trial, _, _ in exploited:
+        assert donors[trial] in rows, f"{trial}: no donor recorded"
