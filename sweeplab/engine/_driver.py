@@ -94,6 +94,12 @@ def _make_report_callback(queue: Any, metrics_from: str) -> Any:
 
         def __init__(self) -> None:
             self._sent_handle = False
+            self._group_restarts = 0
+
+        def after_exception(self, run_context: Any, worker_exceptions: dict[int, Any]) -> None:
+            # Train restarts the group from its latest checkpoint (up to max_failures); Tune
+            # never sees it, so the count travels with the next report.
+            self._group_restarts += 1
 
         def after_report(
             self, run_context: Any, metrics: list[dict[str, Any]], checkpoint: Any
@@ -106,6 +112,7 @@ def _make_report_callback(queue: Any, metrics_from: str) -> Any:
                 self._sent_handle = True
             aggregated = _aggregate(metrics, metrics_from)
             aggregated["sweeplab_workers"] = len(metrics)
+            aggregated["sweeplab_group_restarts"] = self._group_restarts
             queue.put((aggregated, checkpoint.path if checkpoint else None))
 
     return _QueueReportCallback()

@@ -63,6 +63,7 @@ class _TrialState:
     config: dict[str, Any]
     status: str = "running"
     restarts: int = 0
+    group_restarts: int = 0  # worker-group restarts inside the trial (Train's max_failures)
     iterations: int = 0
     stopped_at_result: bool = False
     values: dict[int, float] = field(default_factory=dict)
@@ -332,7 +333,9 @@ class SweepTracker:
         assert self._flusher is not None
         state = self._register(trial)
         state.restarts += 1
-        self._flusher.set_tags(trial.trial_id, {"sweeplab.restarts": str(state.restarts)})
+        self._flusher.set_tags(
+            trial.trial_id, {"sweeplab.restarts": str(state.restarts + state.group_restarts)}
+        )
 
     def _on_result(self, trial: Any, result: Mapping[str, Any]) -> None:
         self._ingest(self._register(trial), result)
@@ -342,6 +345,11 @@ class SweepTracker:
         step = int(result.get("training_iteration") or state.iterations + 1)
         timestamp = int(float(result.get("timestamp") or time.time()) * 1000)
         metrics = _result_metrics(result)
+        group_restarts = result.get("sweeplab_group_restarts")
+        if isinstance(group_restarts, int) and group_restarts > state.group_restarts:
+            state.group_restarts = group_restarts
+            total = state.restarts + state.group_restarts
+            self._flusher.set_tags(state.trial_id, {"sweeplab.restarts": str(total)})
         points: list[MetricPoint] = [(k, v, timestamp, step) for k, v in metrics.items()]
         if points:
             self._flusher.log_metrics(state.trial_id, points)
@@ -364,7 +372,7 @@ class SweepTracker:
         # budget, hence the ``max_iterations`` check (both measured with a real ASHA run).
         stopped = state.stopped_at_result
         reached = self.max_iterations is not None and state.iterations >= self.max_iterations
-        tags = {"sweeplab.restarts": str(state.restarts)}
+        tags = {"sweeplab.restarts": str(state.restarts + state.group_restarts)}
         if reached or not stopped:
             state.status = "finished"
         else:
@@ -384,7 +392,7 @@ class SweepTracker:
             {
                 "sweeplab.status": "errored",
                 "sweeplab.error": _error_text(trial),
-                "sweeplab.restarts": str(state.restarts),
+                "sweeplab.restarts": str(state.restarts + state.group_restarts),
             },
         )
         self._flusher.end_run(trial.trial_id, "FAILED")
@@ -451,7 +459,7 @@ class SweepTracker:
             best_iteration=best_iteration,
             iterations=state.iterations,
             best_checkpoint=checkpoint,
-            restarts=state.restarts,
+            restarts=state.restarts + state.group_restarts,
         )
 
     def finish(self, status: str = "FINISHED") -> SweepSummary:

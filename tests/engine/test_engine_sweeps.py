@@ -156,6 +156,8 @@ def test_fault_heals_from_checkpoint(ray_local: None, in_tmp: Path, workers: int
     # The epoch counter continues where the checkpoint left it: no epoch reported twice.
     assert [r["epoch"] for r in trial_rows] == [0, 1, 2, 3, 4, 5]
     assert {r["sweeplab_workers"] for r in trial_rows} == {workers}
+    if workers == 2:  # the group restarted inside the trial; the driver counted it
+        assert trial_rows[-1]["sweeplab_group_restarts"] == 1
 
 
 def test_pbt_transfers_donor_checkpoint(ray_local: None, in_tmp: Path) -> None:
