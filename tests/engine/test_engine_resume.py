@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -87,7 +88,8 @@ def test_resume_after_sigkill_finishes_the_sweep(in_tmp: Path) -> None:
 
 def _stop_orphans(driver_pid: int) -> None:
     """Stops the local Ray the killed driver had started (its session name ends in its pid)."""
-    marker = f"_{driver_pid}"
+    # session_<date>_<time>_<microseconds>_<pid>: match the pid as the whole last field only.
+    marker = re.compile(rf"session_\d{{4}}-\d\d-\d\d_\d\d-\d\d-\d\d_\d+_{driver_pid}(?!\d)")
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
@@ -95,6 +97,6 @@ def _stop_orphans(driver_pid: int) -> None:
             cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
             continue
-        if "session_" in cmdline and marker in cmdline:
+        if marker.search(cmdline):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(proc.name), signal.SIGKILL)

@@ -1,0 +1,449 @@
+"""One arm of one comparison, run in its own subprocess with its own local Ray.
+
+    python -m benchmarks._arms ARM PARAMS_JSON OUT_JSON
+
+Every arm writes a JSON dict of raw numbers to OUT_JSON. Arms named ``*_baseline`` use Ray
+Tune / Train (or Optuna) as documented, with Ray's defaults; arms named ``*_sweeplab`` go
+through `sweeplab.engine.run_sweep` on a Ray started the way `sweeplab sweep` starts it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+# The toy spec shared by both arms: a busy loop (not sleep) per epoch, one report per epoch.
+SPEC_BODY = '''
+import json
+import time
+
+from ray import train
+
+import sweeplab
+from sweeplab import uniform
+
+
+def busy(seconds):
+    """Spins the CPU for ``seconds``; returns the CPU seconds spent."""
+    start_cpu = time.process_time()
+    end = time.perf_counter() + seconds
+    x = 0
+    while time.perf_counter() < end:
+        x += 1
+    return time.process_time() - start_cpu
+
+
+def train_func(config):
+    for epoch in range(EPOCHS):
+        spent = busy(COMPUTE_S)
+        loss = (config["x"] - 0.3) ** 2 + 1.0 / (epoch + 1)
+        train.report({"loss": loss, "epoch": epoch, "compute_s": spent})
+
+
+def latency_func(config):
+    durations = []
+    for i in range(config["n"]):
+        begin = time.perf_counter()
+        train.report({"i": i})
+        durations.append(time.perf_counter() - begin)
+    if train.get_context().get_world_rank() == 0:
+        with open(config["out"], "w") as f:
+            json.dump(durations, f)
+
+
+sweep = sweeplab.Sweep(train_func=train_func, space={"x": uniform(0, 1)}, SWEEP_KWARGS)
+'''
+
+
+BASE: dict[str, Any] = {"name": "bench", "metric": "loss", "mode": "min"}
+
+
+def write_spec(folder: Path, *, epochs: int, compute_s: float, **sweep_kwargs: Any) -> Path:
+    kwargs = ", ".join(f"{k}={v!r}" for k, v in sweep_kwargs.items())
+    path = folder / "bench_spec.py"
+    body = SPEC_BODY.replace("SWEEP_KWARGS", kwargs)
+    path.write_text(f"EPOCHS = {epochs}\nCOMPUTE_S = {compute_s}\n{body}")
+    return path
+
+
+def _load(path: Path) -> Any:
+    import ray.cloudpickle
+
+    from sweeplab.spec import load_spec
+
+    sweep = load_spec(path)
+    ray.cloudpickle.register_pickle_by_value(sys.modules[sweep.train_func.__module__])
+    return sweep
+
+
+def _ray_init(sweeplab_env: bool) -> None:
+    import ray
+
+    runtime_env = None
+    if sweeplab_env:
+        from sweeplab.engine._runner import _runtime_env
+
+        runtime_env = _runtime_env(None, remote=False)
+    ray.init(
+        address="local",
+        num_cpus=2,
+        runtime_env=runtime_env,
+        log_to_driver=False,
+        include_dashboard=True,  # Train's controller uses the state API (ray[default])
+        dashboard_host="127.0.0.1",
+        logging_level=logging.WARNING,
+    )
+
+
+# --- report latency -----------------------------------------------------------------------
+
+
+def _report_latency(params: dict[str, Any], tmp: Path, sweeplab_env: bool) -> dict[str, Any]:
+    import ray.train
+    from ray.train.torch import TorchTrainer
+
+    _ray_init(sweeplab_env)
+    sweep = _load(write_spec(tmp, epochs=1, compute_s=0.0, **BASE))
+    fn = sys.modules[sweep.train_func.__module__].latency_func
+    out = tmp / "latency.json"
+    trainer = TorchTrainer(
+        fn,
+        train_loop_config={"n": params["reports"], "out": str(out)},
+        scaling_config=ray.train.ScalingConfig(num_workers=2),
+        run_config=ray.train.RunConfig(name="latency", storage_path=str(tmp / "train")),
+    )
+    trainer.fit()
+    durations = json.loads(out.read_text())
+    return {"durations_s": durations, "median_s": statistics.median(durations)}
+
+
+def report_latency_baseline(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    return _report_latency(params, tmp, sweeplab_env=False)
+
+
+def report_latency_sweeplab(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    return _report_latency(params, tmp, sweeplab_env=True)
+
+
+# --- the documented Train-inside-Tune pattern -----------------------------------------------
+
+
+def _tune_baseline(
+    tmp: Path,
+    *,
+    workers: int,
+    num_trials: int,
+    epochs: int,
+    compute_s: float,
+    scheduler: str,
+    seed: int,
+) -> dict[str, Any]:
+    """Ray's documented pattern: a Tune function trainable driving a TorchTrainer whose
+    `TuneReportCallback` forwards rank 0's reports. The driver asks for no CPU (a token of
+    memory), like sweeplab's, so a 2-worker group fits 2 CPUs; one trial at a time."""
+    import ray.train
+    from ray import tune
+    from ray.train.torch import TorchTrainer
+    from ray.tune.integration.ray_train import TuneReportCallback
+
+    _ray_init(sweeplab_env=False)
+    sweep = _load(write_spec(tmp, epochs=epochs, compute_s=compute_s, **BASE))
+    train_func = sweep.train_func
+    storage = str(tmp / "train")
+
+    def trial(config: dict[str, Any]) -> None:
+        trial_id = tune.get_context().get_trial_id()
+        TorchTrainer(
+            train_func,
+            train_loop_config=config,
+            scaling_config=ray.train.ScalingConfig(num_workers=workers),
+            run_config=ray.train.RunConfig(
+                name=f"trial-{trial_id}",
+                storage_path=storage,
+                callbacks=[TuneReportCallback()],
+            ),
+        ).fit()
+
+    sched: Any = None
+    if scheduler == "asha":
+        sched = tune.schedulers.ASHAScheduler(
+            time_attr="training_iteration", max_t=epochs, grace_period=1, reduction_factor=3
+        )
+    tuner = tune.Tuner(
+        tune.with_resources(trial, {"cpu": 0, "memory": 1 << 20}),
+        param_space={"x": tune.uniform(0, 1)},
+        tune_config=tune.TuneConfig(
+            metric="loss",
+            mode="min",
+            num_samples=num_trials,
+            scheduler=sched,
+            search_alg=tune.search.BasicVariantGenerator(random_state=seed, max_concurrent=1),
+            max_concurrent_trials=1,
+        ),
+        run_config=tune.RunConfig(
+            name="baseline", storage_path=str(tmp / "tune"), verbose=0, log_to_file=False
+        ),
+    )
+    begin = time.perf_counter()
+    grid = tuner.fit()
+    wall = time.perf_counter() - begin
+    first, best, reports, errors = [], [], 0, 0
+    for result in grid:
+        if result.error:
+            errors += 1
+        frame = result.metrics_dataframe
+        if frame is not None and len(frame):
+            first.append(float(frame["time_total_s"].iloc[0]))
+            best.append(float(frame["loss"].min()))
+            reports += len(frame)
+    return {
+        "wall_s": wall,
+        "first_result_s": first,
+        "best_loss": min(best) if best else None,
+        "reports": reports,
+        "trials": len(grid),
+        "errored": errors,
+    }
+
+
+def _sweeplab(
+    tmp: Path,
+    *,
+    workers: int,
+    num_trials: int,
+    epochs: int,
+    compute_s: float,
+    scheduler: str,
+    seed: int,
+    track: bool = False,
+    searcher: str = "random",
+    max_concurrent: int | None = 1,
+) -> dict[str, Any]:
+    import pandas as pd
+
+    from sweeplab.engine import SweepOptions, run_sweep
+
+    _ray_init(sweeplab_env=True)
+    kwargs: dict[str, Any] = {
+        "name": "bench",
+        "metric": "loss",
+        "mode": "min",
+        "searcher": searcher,
+        "scheduler": scheduler,
+        "num_trials": num_trials,
+        "max_iterations": epochs,
+        "workers_per_trial": workers,
+        "seed": seed,
+    }
+    if max_concurrent is not None:
+        kwargs["max_concurrent_trials"] = max_concurrent
+    spec = write_spec(tmp, epochs=epochs, compute_s=compute_s, **kwargs)
+    options = SweepOptions(
+        spec_path=spec,
+        storage=tmp / "runs",
+        tracking_uri=f"sqlite:///{tmp / 'mlflow.db'}" if track else None,
+        live=False,
+        track=track,
+    )
+    begin = time.perf_counter()
+    outcome = run_sweep(_load(spec), options)
+    wall = time.perf_counter() - begin
+    first, best, reports, compute = [], [], 0, 0.0
+    for path in (outcome.storage_dir / "tune").glob("*/progress.csv"):
+        frame = pd.read_csv(path)
+        if len(frame):
+            first.append(float(frame["time_total_s"].iloc[0]))
+            best.append(float(frame["loss"].min()))
+            reports += len(frame)
+            compute += float(frame["compute_s"].sum()) * workers
+    return {
+        "wall_s": wall,
+        "engine_wall_s": outcome.wall_s,
+        "first_result_s": first,
+        "best_loss": min(best) if best else None,
+        "reports": reports,
+        "trials": outcome.trials,
+        "errored": outcome.errored,
+        "compute_s": compute,
+        "concurrency": outcome.plan.concurrency,
+    }
+
+
+def _startup_params(params: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "workers": params["workers"],
+        "num_trials": params["trials"],
+        "epochs": 2,
+        "compute_s": 0.05,
+        "scheduler": "fifo",
+        "seed": 0,
+    }
+
+
+def startup_baseline(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    return _tune_baseline(tmp, **_startup_params(params))
+
+
+def startup_sweeplab(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    return _sweeplab(tmp, **_startup_params(params))
+
+
+def _e2e_params(params: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "workers": 2,
+        "num_trials": params["trials"],
+        "epochs": 8,
+        "compute_s": 0.2,
+        "scheduler": "asha",
+        "seed": 7,
+    }
+
+
+def end_to_end_baseline(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    return _tune_baseline(tmp, **_e2e_params(params))
+
+
+def end_to_end_sweeplab(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    return _sweeplab(tmp, **_e2e_params(params), max_concurrent=None)
+
+
+def end_to_end_sweeplab_tracked(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    return _sweeplab(tmp, **_e2e_params(params), max_concurrent=None, track=True)
+
+
+# --- plain Optuna ---------------------------------------------------------------------------
+
+
+def optuna_baseline(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    sweep = _load(write_spec(tmp, epochs=1, compute_s=0.0, **BASE))
+    busy = sys.modules[sweep.train_func.__module__].busy
+    epochs, compute_s = params["epochs"], params["compute_s"]
+    totals = {"compute_s": 0.0, "reports": 0}
+
+    def objective(trial: Any) -> float:
+        x = trial.suggest_float("x", 0, 1)
+        loss = float("inf")
+        for epoch in range(epochs):
+            totals["compute_s"] += busy(compute_s)
+            loss = (x - 0.3) ** 2 + 1.0 / (epoch + 1)
+            totals["reports"] += 1
+            trial.report(loss, epoch + 1)
+            if trial.should_prune():
+                raise optuna.TrialPruned()
+        return loss
+
+    study = optuna.create_study(
+        direction="minimize",
+        sampler=optuna.samplers.TPESampler(seed=7),
+        pruner=optuna.pruners.HyperbandPruner(min_resource=1, max_resource=epochs),
+    )
+    begin = time.perf_counter()
+    study.optimize(objective, n_trials=params["trials"], n_jobs=2)
+    wall = time.perf_counter() - begin
+    pruned = sum(t.state == optuna.trial.TrialState.PRUNED for t in study.trials)
+    return {
+        "wall_s": wall,
+        "best_loss": study.best_value,
+        "trials": len(study.trials),
+        "pruned": pruned,
+        **totals,
+    }
+
+
+def optuna_sweeplab(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    return _sweeplab(
+        tmp,
+        workers=1,
+        num_trials=params["trials"],
+        epochs=params["epochs"],
+        compute_s=params["compute_s"],
+        scheduler="hyperband",
+        searcher="optuna",
+        seed=7,
+        max_concurrent=None,
+    )
+
+
+# --- utilisation and memory -----------------------------------------------------------------
+
+
+def utilisation_sweeplab(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    result = _sweeplab(
+        tmp,
+        workers=1,
+        num_trials=params["trials"],
+        epochs=params["epochs"],
+        compute_s=1.0,
+        scheduler="fifo",
+        seed=3,
+        max_concurrent=None,
+    )
+    result["utilisation"] = result["compute_s"] / (result["wall_s"] * 2)
+    return result
+
+
+def memory_sweeplab(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    """A quickstart-like sweep (2-worker groups, ASHA, tracked); the parent samples RSS."""
+    return _sweeplab(
+        tmp,
+        workers=2,
+        num_trials=params["trials"],
+        epochs=4,
+        compute_s=0.2,
+        scheduler="asha",
+        seed=1,
+        track=True,
+        max_concurrent=None,
+    )
+
+
+# --- tracking throughput --------------------------------------------------------------------
+
+
+def logging_throughput(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "tracking"))
+    from mlflow_server import MlflowServer  # the tests' helper: start/stop by process group
+
+    from sweeplab.tracking._bench import benchmark_logging
+
+    n = params["points"]
+    sqlite = benchmark_logging(f"sqlite:///{tmp / 'bench.db'}", n)
+    server = MlflowServer(tmp / "server")
+    server.start()
+    try:
+        http = benchmark_logging(server.uri, n)
+    finally:
+        server.stop()
+    return {"points": n, "sqlite_points_per_s": sqlite, "server_points_per_s": http}
+
+
+ARMS: dict[str, Callable[[dict[str, Any], Path], dict[str, Any]]] = {
+    name: fn
+    for name, fn in list(globals().items())
+    if callable(fn)
+    and not name.startswith("_")
+    and name not in {"write_spec", "Callable", "Path", "Any"}
+}
+
+
+def main() -> None:
+    name, params, out = sys.argv[1], json.loads(sys.argv[2]), Path(sys.argv[3])
+    with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as tmp:
+        os.chdir(tmp)  # MLflow/Ray side files land in the temp folder
+        result = ARMS[name](params, Path(tmp))
+    out.write_text(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
