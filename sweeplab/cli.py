@@ -154,14 +154,8 @@ def _cmd_preview(args: argparse.Namespace) -> int:
         f"budget: at most {budget} iterations in all "
         f"(without early stopping: {plan.total_trials * sweep.max_iterations})"
     )
-    worker = ", ".join(f"{v:g} {k}" for k, v in plan.worker.items())
-    workers = (
-        f"{plan.workers}-{plan.max_workers} (elastic)"
-        if plan.workers != plan.max_workers
-        else str(plan.workers)
-    )
     console.print(
-        f"[bold]one trial[/bold]: {workers} worker(s) x {{{worker}}}, placement "
+        f"[bold]one trial[/bold]: {plan.describe_group()}, placement "
         f"{sweep.placement_strategy}; metrics from {sweep.metrics_from}"
     )
     cluster = ", ".join(f"{v:g} {k}" for k, v in sorted(plan.cluster.items()))

@@ -35,6 +35,16 @@ class ResourcePlan:
     def per_trial(self) -> dict[str, float]:
         return {k: v * self.workers for k, v in self.worker.items()}
 
+    def describe_group(self) -> str:
+        """One trial's trainer group in words: `2 worker(s) x {1 CPU}`."""
+        worker = ", ".join(f"{v:g} {k}" for k, v in self.worker.items())
+        workers = (
+            f"{self.workers}-{self.max_workers} (elastic)"
+            if self.workers != self.max_workers
+            else str(self.workers)
+        )
+        return f"{workers} worker(s) x {{{worker}}}"
+
 
 def local_nodes() -> list[dict[str, float]]:
     """The one node a local Ray would start with: this machine's CPUs and GPUs."""

@@ -154,14 +154,8 @@ def print_status(*, spec: Path | None, address: str | None) -> int:
     except ResourceError as exc:
         print(f"sweeplab: error: {spec}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    worker = ", ".join(f"{v:g} {k}" for k, v in plan.worker.items())
-    workers = (
-        f"{plan.workers}-{plan.max_workers} (elastic)"
-        if plan.workers != plan.max_workers
-        else str(plan.workers)
-    )
     console.print(
-        f"[bold]one trial[/bold] of {sweep.name}: {workers} worker(s) x {{{worker}}}, "
+        f"[bold]one trial[/bold] of {sweep.name}: {plan.describe_group()}, "
         f"placement {sweep.placement_strategy}"
     )
     console.print(
