@@ -25,7 +25,7 @@ __all__ = ["SweepOptions", "SweepOutcome", "run_sweep"]
 
 DEFAULT_STORAGE = "sweeplab-runs"
 # Train's default polls workers every 2 s, and each `ray.train.report` waits for that poll.
-REPORT_POLL_INTERVAL_S = "0.1"
+REPORT_POLL_INTERVAL_S = "0.02"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
