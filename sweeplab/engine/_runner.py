@@ -251,10 +251,12 @@ def _run_on_ray(
         total_trials=plan.total_trials,
         max_iterations=sweep.max_iterations,
     )
+    from sweeplab.engine._orphans import OrphanGroupReaper
     from sweeplab.engine._relay import SINKS, RelayCallback
 
     SINKS.clear()
     SINKS.append(make_display_callback(table))
+    SINKS.append(OrphanGroupReaper())
     if tracker is not None:
         SINKS.append(tracker.tune_callback())
         SINKS.append(tracker)  # PBT's exploits reach it through `_exploit_hook`

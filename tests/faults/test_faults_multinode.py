@@ -154,12 +154,6 @@ def test_spread_group_spans_both_nodes(two_node_cluster: Cluster, tmp_path: Path
     assert all(row["world_size"] == 2 for rows in trials for row in rows)
 
 
-@pytest.mark.xfail(
-    run=False,
-    reason="Train V2 leaks the dead group's placement group: Ray reschedules its lost bundle "
-    "onto the surviving node, whose CPUs it then holds, and the restarted group waits forever "
-    "(seen twice here; see docs/reliability.md)",
-)
 def test_worker_node_killed_mid_sweep(two_node_cluster: Cluster, tmp_path: Path) -> None:
     """SIGKILL of the worker node (raylet and its workers): the trial's group restarts from
     its latest checkpoint on the surviving node, epochs go on, the sweep exits 0."""
