@@ -180,6 +180,13 @@ class Sweep:
             _check_name("register_model", self.register_model)
         if self.warm_start is not None:
             self._check_warm_start()
+            if self.searcher == "grid" or self.scheduler == "pbt":
+                _fail(
+                    "warm_start",
+                    "needs a searcher ('random', 'optuna', 'hyperopt'); grid search and PBT "
+                    "draw their own population",
+                    self.warm_start,
+                )
         if self.scheduler == "pbt" and self.searcher not in ("random", "grid"):
             _fail(
                 "searcher",

@@ -266,7 +266,7 @@ def _run_on_ray(
             str(tune_path), trainable=trainable, resume_unfinished=True, resume_errored=True
         )
     else:
-        search = build_search(sweep)
+        search = build_search(sweep, options.tracking_uri)
         tuner = tune.Tuner(
             trainable,
             param_space=search.param_space,

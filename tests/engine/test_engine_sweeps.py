@@ -114,7 +114,8 @@ def test_scheduler_and_searcher(
         in_tmp,
         f'name="s-{scheduler}", space={space}, metric="loss", mode="min", '
         f'searcher="{searcher}", scheduler="{scheduler}", max_iterations=4, seed=1, '
-        f"num_trials={2 if searcher == 'grid' else 6}",
+        f"num_trials={2 if searcher == 'grid' else 6}"
+        + (', warm_start=[{"x": 0.3, "lr": 0.05}]' if searcher == "random" else ""),
         epochs=4,
     )
     rows = results(outcome)
@@ -130,6 +131,9 @@ def test_scheduler_and_searcher(
         if "opt" in space:
             branch = received["opt"]
             assert set(branch) == ({"name", "lr"} if branch["name"] == "sgd" else {"name", "beta"})
+    if searcher == "random":  # the warm-start config ran as one of the trials
+        received = [json.loads(trial_rows[0]["config_json"]) for trial_rows in rows.values()]
+        assert {"x": 0.3, "lr": 0.05} in received
     check_mlflow_record(in_tmp, outcome, rows)
     if scheduler == "asha":
         assert min(len(r) for r in rows.values()) < 4, "the scheduler stopped no trial early"
