@@ -90,7 +90,8 @@ class LiveTable:
             f"trials {done}/{self.total_trials} done · best {self.metric} {_fmt(best)} · "
             f"{elapsed:.0f}s elapsed"
         )
-        bar = ProgressBar(total=max(self.total_trials, 1), completed=done, width=60)
+        bar = Table.grid()  # a grid row ends the bar's line before the table starts
+        bar.add_row(ProgressBar(total=max(self.total_trials, 1), completed=done, width=60))
         return Group(header, bar, table)
 
 
@@ -112,9 +113,11 @@ def make_display_callback(table: LiveTable) -> Any:
             table.update(trial.trial_id, result, "RUNNING")
 
         def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+            # Tune marks a trial's last result `done` whether it returned or a scheduler stopped
+            # it, so a trial that ended short of its budget counts as stopped early.
             last = trial.last_result or {}
-            stopped = not last.get("done", False)
-            table.update(trial.trial_id, None, "STOPPED" if stopped else "TERMINATED")
+            reached = int(last.get("training_iteration", 0)) >= table.max_iterations
+            table.update(trial.trial_id, None, "TERMINATED" if reached else "STOPPED")
 
         def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
             table.update(trial.trial_id, None, "ERROR")
