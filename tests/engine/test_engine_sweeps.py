@@ -8,29 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from toy_spec import write_spec
+from toy_spec import progress_rows as results
+from toy_spec import run_toy_sweep as sweep
 
-from sweeplab.engine import SweepOptions, SweepOutcome, run_sweep
+from sweeplab.engine import SweepOutcome
 from sweeplab.spec import load_spec
 
 pytestmark = pytest.mark.slow
-
-
-def results(outcome: SweepOutcome) -> dict[str, list[dict[str, Any]]]:
-    """Tune's own result rows of every trial (its progress.csv files), by trial id.
-
-    (Tune's result.json can miss rows when a trial's artifact sync rewrites it; progress.csv
-    is written by the driver alone.)
-    """
-    import pandas as pd
-
-    rows: dict[str, list[dict[str, Any]]] = {}
-    for path in (outcome.storage_dir / "tune").glob("*/progress.csv"):
-        frame = pd.read_csv(path, dtype={"trial_id": str, "origin": str, "node": str})
-        if len(frame):
-            records = frame.to_dict("records")
-            rows[str(records[0]["trial_id"])] = records
-    return rows
 
 
 def check_mlflow_record(
@@ -71,17 +55,6 @@ def check_mlflow_record(
             r["training_iteration"] for r in trial_rows
         )
     return children
-
-
-def sweep(tmp_path: Path, source: str, **spec_kwargs: Any) -> SweepOutcome:
-    spec = write_spec(tmp_path, source, **spec_kwargs)
-    options = SweepOptions(
-        spec_path=spec,
-        storage=tmp_path / "runs",
-        tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
-        live=False,
-    )
-    return run_sweep(load_spec(spec), options)
 
 
 CONDITIONAL = (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 TRAIN_FUNC = """
 import json
@@ -76,3 +77,35 @@ def write_spec(
         f"    {sweep_source}\n)\n"
     )
     return path
+
+
+def run_toy_sweep(tmp_path: Path, sweep_source: str, **spec_kwargs: Any) -> Any:
+    """Writes a toy spec in `tmp_path` and runs it in-process (tracked into tmp_path's SQLite)."""
+    from sweeplab.engine import SweepOptions, run_sweep
+    from sweeplab.spec import load_spec
+
+    spec = write_spec(tmp_path, sweep_source, **spec_kwargs)
+    options = SweepOptions(
+        spec_path=spec,
+        storage=tmp_path / "runs",
+        tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
+        live=False,
+    )
+    return run_sweep(load_spec(spec), options)
+
+
+def progress_rows(outcome: Any) -> dict[str, list[dict[str, Any]]]:
+    """Tune's own result rows of every trial (its progress.csv files), by trial id.
+
+    (Tune's result.json can miss rows when a trial's artifact sync rewrites it; progress.csv
+    is written by the driver alone.)
+    """
+    import pandas as pd
+
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for path in (outcome.storage_dir / "tune").glob("*/progress.csv"):
+        frame = pd.read_csv(path, dtype={"trial_id": str, "origin": str, "node": str})
+        if len(frame):
+            records = frame.to_dict("records")
+            rows[str(records[0]["trial_id"])] = records
+    return rows

@@ -5,37 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from toy_spec_path import write_spec
-
-from sweeplab.engine import SweepOptions, SweepOutcome, run_sweep
-from sweeplab.spec import load_spec
+from toy_spec_path import progress_rows, run_toy_sweep
 
 pytestmark = pytest.mark.slow
 
 SECRET = "sk-do-not-log-4242"
-
-
-def run(tmp: Path, source: str, **spec_kwargs: Any) -> SweepOutcome:
-    spec = write_spec(tmp, source, **spec_kwargs)
-    options = SweepOptions(
-        spec_path=spec,
-        storage=tmp / "runs",
-        tracking_uri=f"sqlite:///{tmp / 'mlflow.db'}",
-        live=False,
-    )
-    return run_sweep(load_spec(spec), options)
-
-
-def rows(outcome: SweepOutcome) -> list[list[dict[str, Any]]]:
-    import pandas as pd
-
-    return [
-        pd.read_csv(path, dtype={"origin": str, "node": str}).to_dict("records")
-        for path in sorted((outcome.storage_dir / "tune").glob("*/progress.csv"))
-    ]
 
 
 def test_sigkilled_worker_group_restarts_from_checkpoint(ray_local: None, in_tmp: Path) -> None:
@@ -43,7 +19,7 @@ def test_sigkilled_worker_group_restarts_from_checkpoint(ray_local: None, in_tmp
     the latest checkpoint; epochs go on without a gap or a repeat; one MLflow child run."""
     import mlflow
 
-    outcome = run(
+    outcome = run_toy_sweep(
         in_tmp,
         'name="killed-worker", '
         f'space={{"x": 0.5, "fail_at": 3, "fail_how": "sigkill", "marker_dir": "{in_tmp}", '
@@ -54,7 +30,7 @@ def test_sigkilled_worker_group_restarts_from_checkpoint(ray_local: None, in_tmp
     )
     assert (in_tmp / "failed-once").exists(), "the fault was not injected"
     assert outcome.errored == 0
-    (trial,) = rows(outcome)
+    (trial,) = progress_rows(outcome).values()
     assert [r["epoch"] for r in trial] == [0, 1, 2, 3, 4, 5]
     assert len({r["origin"] for r in trial}) == 1, "the group restarted from scratch"
     assert {r["sweeplab_workers"] for r in trial} == {2}
@@ -87,7 +63,7 @@ def test_sigkilled_worker_group_restarts_from_checkpoint(ray_local: None, in_tmp
 
 def test_elastic_group_starts_below_its_maximum(ray_local: None, in_tmp: Path) -> None:
     """`workers_per_trial=(1, 4)` on 2 CPUs: the group starts with the 2 workers that fit."""
-    outcome = run(
+    outcome = run_toy_sweep(
         in_tmp,
         'name="elastic", space={"x": 0.5}, metric="loss", mode="min", num_trials=1, '
         "max_iterations=3, workers_per_trial=(1, 4)",
@@ -95,7 +71,7 @@ def test_elastic_group_starts_below_its_maximum(ray_local: None, in_tmp: Path) -
     )
     assert outcome.errored == 0
     assert outcome.plan.concurrency == 1 and outcome.plan.max_workers == 4
-    (trial,) = rows(outcome)
+    (trial,) = progress_rows(outcome).values()
     assert len(trial) == 3
     workers = {r["sweeplab_workers"] for r in trial}
     assert all(1 <= w < 4 for w in workers), workers

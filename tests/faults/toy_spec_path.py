@@ -9,6 +9,6 @@ _ENGINE_TESTS = str(Path(__file__).resolve().parents[1] / "engine")
 if _ENGINE_TESTS not in sys.path:
     sys.path.insert(0, _ENGINE_TESTS)
 
-from toy_spec import write_spec  # noqa: E402
+from toy_spec import progress_rows, run_toy_sweep, write_spec  # noqa: E402
 
-__all__ = ["write_spec"]
+__all__ = ["progress_rows", "run_toy_sweep", "write_spec"]
