@@ -231,6 +231,8 @@ def _print_outcome(console: Any, outcome: Any) -> None:
         console.print_json(json.dumps(outcome.best.get("config"), default=str))
         console.print(f"written to {outcome.storage_dir / 'best_config.json'}")
     console.print(f"Ray's logs: {outcome.storage_dir / 'ray.log'}")
+    for warning in outcome.warnings:
+        console.print(f"[yellow]warning[/yellow]: {warning}")
 
 
 def _compact(config: dict[str, Any]) -> str:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from typing import Any
+
+from sweeplab.engine._datawait import DATA_WAIT_KEY, DATA_WAIT_WARN
 
 __all__ = ["LiveTable"]
 
@@ -27,7 +30,7 @@ class LiveTable:
         self.max_iterations = max_iterations
         self.started = time.monotonic()
         self.rows: dict[str, dict[str, Any]] = {}
-        self.data_wait_warned: set[str] = set()
+        self.data_wait: dict[str, list[float]] = {}
 
     def _better(self, a: float, b: float) -> bool:
         return a < b if self.mode == "min" else a > b
@@ -46,6 +49,9 @@ class LiveTable:
         row["status"] = status
         if result is not None:
             row["iteration"] = int(result.get("training_iteration", row["iteration"]))
+            wait = result.get(DATA_WAIT_KEY)
+            if isinstance(wait, (int, float)):
+                self.data_wait.setdefault(trial_id, []).append(float(wait))
             value = result.get(self.metric)
             if isinstance(value, (int, float)) and math.isfinite(value):
                 row["value"] = float(value)
@@ -59,6 +65,22 @@ class LiveTable:
         if not values:
             return None
         return min(values) if self.mode == "min" else max(values)
+
+    def data_wait_warning(self) -> str | None:
+        """One line when waiting for data took most of the epochs of some trials."""
+        medians = {t: statistics.median(v) for t, v in self.data_wait.items() if v}
+        slow = sorted(
+            (t for t, m in medians.items() if m > DATA_WAIT_WARN), key=lambda t: medians[t]
+        )
+        if not slow:
+            return None
+        worst = slow[-1]
+        return (
+            f"data loading dominates: {len(slow)} of {len(medians)} trials spent more than "
+            f"{DATA_WAIT_WARN:.0%} of each epoch waiting for data (worst {worst}: "
+            f"{medians[worst]:.0%}, metric {DATA_WAIT_KEY}); give the DataLoader "
+            "num_workers, or move preprocessing out of the dataset's __getitem__"
+        )
 
     def __rich__(self) -> Any:
         from rich.console import Group
@@ -92,7 +114,10 @@ class LiveTable:
         )
         bar = Table.grid()  # a grid row ends the bar's line before the table starts
         bar.add_row(ProgressBar(total=max(self.total_trials, 1), completed=done, width=60))
-        return Group(header, bar, table)
+        warning = self.data_wait_warning()
+        if warning is None:
+            return Group(header, bar, table)
+        return Group(header, bar, table, Text(f"warning: {warning}", style="yellow"))
 
 
 def _fmt(value: float | None) -> str:

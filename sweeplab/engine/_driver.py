@@ -179,10 +179,12 @@ def run_trial(config: dict[str, Any], settings: TrialSettings) -> None:
             checkpoints_to_keep=settings.checkpoints_to_keep,
         )
         return
+    from sweeplab.engine._datawait import MeasureDataWait
+
     restored = ray.tune.get_checkpoint()
-    train_func: Any = settings.train_func
+    train_func: Any = MeasureDataWait(settings.train_func)
     if restored is not None:
-        train_func = StartFromCheckpoint(settings.train_func, restored.path)
+        train_func = StartFromCheckpoint(train_func, restored.path)
 
     queue = Queue(actor_options={"num_cpus": 0})
     name = _attempt_name(settings.train_storage, trial_id)

@@ -20,6 +20,10 @@ from typing import Any
 
 from ray.train.v2._internal.execution.train_fn_utils import LocalTrainFnUtils, set_train_fn_utils
 
+from sweeplab.engine._datawait import METER as DATA_WAIT_METER
+from sweeplab.engine._datawait import install as install_data_wait
+from sweeplab.engine._datawait import with_data_wait
+
 __all__ = ["run_in_trial"]
 
 
@@ -96,7 +100,11 @@ def run_in_trial(
     run_folder.mkdir(parents=True, exist_ok=True)
     shelf = _CheckpointShelf(run_folder, metric, mode, checkpoints_to_keep)
 
+    install_data_wait()
+    DATA_WAIT_METER.reset()
+
     def report(metrics: dict[str, Any], checkpoint: Any) -> Any:
+        metrics = with_data_wait(metrics)
         metrics["sweeplab_workers"] = 1
         if checkpoint is None:
             ray.tune.report(metrics)

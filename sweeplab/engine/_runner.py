@@ -55,6 +55,7 @@ class SweepOutcome:
     wall_s: float
     errored: int
     trials: int
+    warnings: tuple[str, ...] = ()
 
 
 def apply_options(sweep: Sweep, options: SweepOptions) -> Sweep:
@@ -280,7 +281,7 @@ def _run_on_ray(
                 num_samples=search.num_samples,
                 max_concurrent_trials=plan.concurrency,
                 time_budget_s=sweep.time_budget_s,
-                reuse_actors=False,
+                reuse_actors=settings.in_process,
             ),
             run_config=tune.RunConfig(
                 name="tune",
@@ -320,6 +321,7 @@ def _run_on_ray(
         wall_s=time.monotonic() - started,
         errored=errored,
         trials=len(results),
+        warnings=tuple(w for w in [table.data_wait_warning()] if w),
     )
 
 
