@@ -50,6 +50,11 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("--address", help="join an existing Ray cluster (HOST:PORT or 'auto')")
     sweep.add_argument("--num-trials", type=_positive_int, help="override the spec's num_trials")
     sweep.add_argument(
+        "--warm-start",
+        metavar="SWEEP",
+        help="try the best configs of an earlier sweep first (overrides the spec's warm_start)",
+    )
+    sweep.add_argument(
         "--resume", action="store_true", help="continue the latest interrupted run of this sweep"
     )
     sweep.add_argument("--no-live", action="store_true", help="print no live table")
@@ -166,7 +171,7 @@ def _cmd_preview(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from sweeplab.engine import SweepOptions, run_sweep
+    from sweeplab.engine import SweepOptions, apply_options, plan_warm_start, run_sweep
     from sweeplab.spec import load_spec
 
     sweep = load_spec(args.spec)
@@ -177,12 +182,19 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         tracking_uri=args.tracking_uri,
         address=args.address,
         num_trials=args.num_trials,
+        warm_start=args.warm_start,
         resume=args.resume,
         live=not args.no_live,
     )
     console = _console()
+    warm_start = None
+    if not args.resume:  # planned before anything starts: an unknown sweep is exit 2
+        warm_start = plan_warm_start(apply_options(sweep, options), args.tracking_uri)
+    if warm_start is not None:
+        for line in warm_start.lines():
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
     try:
-        outcome = run_sweep(sweep, options)
+        outcome = run_sweep(sweep, options, warm_start=warm_start)
     except SweeplabError:
         raise
     except Exception as exc:

@@ -76,8 +76,12 @@ class Sweep:
             each numeric metric over the workers).
         rank_by: Rank trials by their ``"best"`` or ``"last"`` reported value of the metric.
         register_model: Name under which the best checkpoint is registered in MLflow.
-        warm_start: Configs tried first: a sweep name whose best configs are reused, or a list
-            of config dicts.
+        warm_start: Configs tried first. The name of an earlier sweep (or
+            ``{"sweep": name, "top": k}``): the best ``k`` distinct configs of its latest
+            execution, by its ranking, fitted into this space (default ``k``:
+            ``min(5, max(1, num_trials // 4))``). Or a list of config dicts of this space, used
+            as given. With the ``random``, ``optuna`` and ``hyperopt`` searchers (or a configured
+            one); see docs/search_spaces.md.
     """
 
     name: str
@@ -218,8 +222,24 @@ class Sweep:
         if isinstance(warm, str):
             _check_name("warm_start", warm)
             return
+        if isinstance(warm, Mapping):
+            if "sweep" not in warm or set(warm) - {"sweep", "top"}:
+                _fail(
+                    "warm_start",
+                    "as a mapping must be {'sweep': <earlier sweep>} plus optionally 'top': <k>",
+                    warm,
+                )
+            _check_name("warm_start['sweep']", warm["sweep"])
+            if "top" in warm:
+                _check_positive_int("warm_start['top']", warm["top"])
+            object.__setattr__(self, "warm_start", dict(warm))
+            return
         if not isinstance(warm, list | tuple) or not all(isinstance(c, Mapping) for c in warm):
-            _fail("warm_start", "must be a sweep name or a list of config dicts", warm)
+            _fail(
+                "warm_start",
+                "must be a sweep name, {'sweep': <name>, 'top': <k>} or a list of config dicts",
+                warm,
+            )
         for index, config in enumerate(warm):
             try:
                 self.space.validate_config(dict(config))

@@ -18,6 +18,7 @@ from sweeplab.engine._display import LiveTable, make_display_callback
 from sweeplab.engine._driver import TrialSettings, make_trainable
 from sweeplab.engine._plan import ResourcePlan, local_nodes, plan_resources
 from sweeplab.engine._strategy import build_scheduler, build_search
+from sweeplab.engine._warm import WarmStartPlan, plan_warm_start
 from sweeplab.errors import SpecError, SweeplabError
 from sweeplab.spec import Sweep
 
@@ -38,6 +39,7 @@ class SweepOptions:
     tracking_uri: str | None = None
     address: str | None = None
     num_trials: int | None = None
+    warm_start: str | None = None
     resume: bool = False
     live: bool = True
     track: bool = True
@@ -55,6 +57,7 @@ class SweepOutcome:
     wall_s: float
     errored: int
     trials: int
+    warm_start: WarmStartPlan | None = None
     warnings: tuple[str, ...] = ()
 
 
@@ -65,6 +68,8 @@ def apply_options(sweep: Sweep, options: SweepOptions) -> Sweep:
         changes["name"] = options.name
     if options.num_trials is not None:
         changes["num_trials"] = options.num_trials
+    if options.warm_start is not None:
+        changes["warm_start"] = options.warm_start
     return sweep.replace(**changes) if changes else sweep
 
 
@@ -168,8 +173,16 @@ def _cluster_nodes() -> list[dict[str, float]]:
     ]
 
 
-def run_sweep(sweep: Sweep, options: SweepOptions | None = None) -> SweepOutcome:
+def run_sweep(
+    sweep: Sweep, options: SweepOptions | None = None, *, warm_start: WarmStartPlan | None = None
+) -> SweepOutcome:
     """Runs `sweep` and returns its outcome.
+
+    Args:
+        sweep: The sweep.
+        options: How to run it.
+        warm_start: The configs to try first, as `plan_warm_start` made them for the sweep with
+            `options` applied (the CLI passes the plan it printed); planned here when None.
 
     Raises:
         SpecError / ResourceError: Bad arguments, or a trial that can never fit; nothing started.
@@ -177,6 +190,8 @@ def run_sweep(sweep: Sweep, options: SweepOptions | None = None) -> SweepOutcome
     """
     options = options or SweepOptions()
     sweep = apply_options(sweep, options)
+    if warm_start is None and not options.resume:  # a resumed searcher keeps its own state
+        warm_start = plan_warm_start(sweep, options.tracking_uri)
     storage = options.storage.expanduser().resolve()
     sweep_dir = storage / sweep.name
     remote = options.address is not None
@@ -206,7 +221,9 @@ def run_sweep(sweep: Sweep, options: SweepOptions | None = None) -> SweepOutcome
         try:
             if plan is None or not ray_started_here:
                 plan = plan_resources(sweep, _cluster_nodes())
-            return _run_on_ray(sweep, options, plan, run_dir, sweep_dir, started, ray_log)
+            return _run_on_ray(
+                sweep, options, plan, run_dir, sweep_dir, started, ray_log, warm_start
+            )
         finally:
             if ray_started_here:
                 ray.shutdown()
@@ -220,6 +237,7 @@ def _run_on_ray(
     sweep_dir: Path,
     started: float,
     ray_log: Path,
+    warm_start: WarmStartPlan | None = None,
 ) -> SweepOutcome:
     from ray import tune
 
@@ -230,6 +248,8 @@ def _run_on_ray(
     if options.track:
         tracker = _make_tracker(sweep, options, run_dir, plan)
         tracker.start()
+        if warm_start is not None:
+            tracker.log_warm_start(warm_start.source, warm_start.to_dict())
 
     settings = TrialSettings(
         train_func=sweep.train_func,
@@ -267,7 +287,9 @@ def _run_on_ray(
             str(tune_path), trainable=trainable, resume_unfinished=True, resume_errored=True
         )
     else:
-        search = build_search(sweep, options.tracking_uri)
+        search = build_search(sweep, warm_start)
+        if warm_start is not None:
+            _write_json(run_dir / "warm_start.json", warm_start.to_dict())
         tuner = tune.Tuner(
             trainable,
             param_space=search.param_space,
@@ -321,6 +343,7 @@ def _run_on_ray(
         wall_s=time.monotonic() - started,
         errored=errored,
         trials=len(results),
+        warm_start=warm_start,
         warnings=tuple(w for w in [table.data_wait_warning()] if w),
     )
 

@@ -11,7 +11,7 @@ from sweeplab.engine._plan import (
     median_grace,
     pbt_interval,
 )
-from sweeplab.errors import SpecError
+from sweeplab.engine._warm import WarmStartPlan
 from sweeplab.spec import Sweep
 
 __all__ = ["build_scheduler", "build_search"]
@@ -72,52 +72,40 @@ def _make_pbt(sweep: Sweep, on_exploit: ExploitHook | None, exploit_dir: str) ->
     )
 
 
-def build_search(sweep: Sweep, tracking_uri: str | None = None) -> Any:
-    """The `TuneSearch` (search algorithm, param space, num_samples) of `sweep`."""
+def build_search(sweep: Sweep, warm_start: WarmStartPlan | None = None) -> Any:
+    """The `TuneSearch` (search algorithm, param space, num_samples) of `sweep`.
+
+    With a warm-start plan (see `plan_warm_start`), its configs are suggested first.
+    """
     from sweeplab.space import TuneSearch, build_tune_search
 
     if not isinstance(sweep.searcher, str):
-        return TuneSearch(search_alg=sweep.searcher, param_space={}, num_samples=sweep.num_trials)
-    # PBT refuses search algorithms other than Tune's variant generator, which the grid
-    # compilation uses (a space without grid parameters is then sampled randomly, seeded).
-    searcher = "grid" if sweep.scheduler == "pbt" else sweep.searcher
-    search = build_tune_search(
-        sweep.space,
-        searcher,
-        metric=sweep.metric,
-        mode=sweep.mode,
-        seed=sweep.seed,
-        num_trials=sweep.num_trials,
-    )
-    configs = warm_start_configs(sweep, tracking_uri)
-    if not configs:
+        search = TuneSearch(search_alg=sweep.searcher, param_space={}, num_samples=sweep.num_trials)
+    else:
+        # PBT refuses search algorithms other than Tune's variant generator, which the grid
+        # compilation uses (a space without grid parameters is then sampled randomly, seeded).
+        searcher = "grid" if sweep.scheduler == "pbt" else sweep.searcher
+        search = build_tune_search(
+            sweep.space,
+            searcher,
+            metric=sweep.metric,
+            mode=sweep.mode,
+            seed=sweep.seed,
+            num_trials=sweep.num_trials,
+        )
+    if warm_start is None or not warm_start.configs:
         return search
-    from sweeplab.engine._warm import WarmStartSearcher
+    from sweeplab.engine._warm_searcher import WarmStartSearcher
 
     return TuneSearch(
         search_alg=WarmStartSearcher(
-            search.search_alg, configs, metric=sweep.metric, mode=sweep.mode
+            search.search_alg,
+            [warm.config for warm in warm_start.configs],
+            metric=sweep.metric,
+            mode=sweep.mode,
+            # Only sweeplab's own compilations have a known encoding to add history in.
+            space=sweep.space if isinstance(sweep.searcher, str) else None,
         ),
         param_space=search.param_space,
         num_samples=search.num_samples,
     )
-
-
-def warm_start_configs(sweep: Sweep, tracking_uri: str | None) -> list[dict[str, Any]]:
-    """The configs to try first: the spec's list, or the best config of an earlier sweep."""
-    warm = sweep.warm_start
-    if warm is None:
-        return []
-    if not isinstance(warm, str):
-        return [dict(config) for config in warm][: sweep.num_trials]
-    from sweeplab.tracking import best_trial
-
-    config = best_trial(warm, tracking_uri)["config"]
-    try:
-        sweep.space.validate_config(config)
-    except SpecError as exc:
-        raise SpecError(
-            f"Sweep field `warm_start`: the best config of sweep {warm!r} does not fit this "
-            f"space: {exc}"
-        ) from None
-    return [config]

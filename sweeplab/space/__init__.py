@@ -18,6 +18,7 @@ position. See docs/search_spaces.md. Ray, Optuna and HyperOpt are imported only 
 that needs them is called.
 """
 
+from sweeplab.space._adapt import ConfigChange, adapt_config
 from sweeplab.space._decode import decode_config
 from sweeplab.space._hyperopt import compile_to_hyperopt
 from sweeplab.space._optuna import compile_to_optuna
@@ -44,11 +45,13 @@ __all__ = [
     "SEARCHERS",
     "Choice",
     "Conditional",
+    "ConfigChange",
     "FloatRange",
     "IntRange",
     "Param",
     "Space",
     "TuneSearch",
+    "adapt_config",
     "build_tune_search",
     "choice",
     "compile_to_hyperopt",

@@ -17,7 +17,7 @@ from sweeplab.space._primitives import (
 )
 from sweeplab.space._space import Space
 
-__all__ = ["compile_to_hyperopt"]
+__all__ = ["compile_to_hyperopt", "encode_for_hyperopt"]
 
 
 def _range(label: str, param: FloatRange | IntRange) -> Any:
@@ -76,3 +76,34 @@ def compile_to_hyperopt(space: Space | Mapping[str, Any]) -> dict[str, Any]:
     ``quniform`` over ``[low - 0.5, high + 0.5]`` so both bounds are reachable.
     """
     return _tree(Space(space).params, "")
+
+
+def encode_for_hyperopt(space: Space | Mapping[str, Any], config: Mapping[str, Any]) -> dict:
+    """HyperOpt's values (``misc["vals"]`` of a trial) under which ``config`` is drawn.
+
+    ``config`` is a config of ``space`` in final nested shape. Keys are the labels of
+    :func:`compile_to_hyperopt`; a choice holds the option's index. Labels of branches that were
+    not chosen, and ranges compiled to constants, are absent.
+    """
+    vals: dict[str, Any] = {}
+
+    def encode(tree: Mapping[str, Any], values: Mapping[str, Any], prefix: str) -> None:
+        for key, param in tree.items():
+            label, value = f"{prefix}{key}", values[key]
+            if isinstance(param, dict):
+                encode(param, value, f"{label}/")
+            elif isinstance(param, (FloatRange, IntRange)):
+                if param.low != param.high:
+                    vals[label] = float(value)
+            elif isinstance(param, Choice):
+                index = param.find(value)
+                assert index is not None, f"{label}: {value!r} is not an option"
+                vals[label] = index
+            elif isinstance(param, Conditional):
+                option = value["name"]
+                vals[label] = list(param.branches).index(option)
+                rest = {k: v for k, v in value.items() if k != "name"}
+                encode(param.branches[option], rest, f"{label}/{option}/")
+
+    encode(Space(space).params, config, "")
+    return vals

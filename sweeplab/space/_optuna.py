@@ -20,7 +20,7 @@ from sweeplab.space._space import Space
 if TYPE_CHECKING:
     import optuna
 
-__all__ = ["compile_to_optuna"]
+__all__ = ["compile_to_optuna", "encode_for_optuna"]
 
 _CATEGORICAL_TYPES = (type(None), bool, int, float, str)
 
@@ -94,3 +94,32 @@ class _DefineByRun:
         constants: dict[str, Any] = {}
         _suggest_tree(trial, self.space.params, "", constants)
         return constants
+
+
+def encode_for_optuna(space: Space | Mapping[str, Any], config: Mapping[str, Any]) -> dict:
+    """The Optuna params (``trial.params``) under which :func:`compile_to_optuna` yields ``config``.
+
+    ``config`` is a config of ``space`` in final nested shape. Run the compiled function on
+    ``optuna.trial.FixedTrial(encode_for_optuna(space, config))`` to get the distributions too.
+    """
+    params: dict[str, Any] = {}
+
+    def encode(tree: Mapping[str, Any], values: Mapping[str, Any], prefix: str) -> None:
+        for key, param in tree.items():
+            name, value = f"{prefix}{key}", values[key]
+            if isinstance(param, dict):
+                encode(param, value, f"{name}/")
+            elif isinstance(param, (FloatRange, IntRange)):
+                params[name] = value
+            elif isinstance(param, Choice):
+                index = param.find(value)
+                assert index is not None, f"{name}: {value!r} is not an option"
+                params[name] = _categorical_labels(param.options)[index]
+            elif isinstance(param, Conditional):
+                option = value["name"]
+                params[f"{name}/{OPTION_KEY}"] = option
+                rest = {k: v for k, v in value.items() if k != "name"}
+                encode(param.branches[option], rest, f"{name}/{option}/")
+
+    encode(Space(space).params, config, "")
+    return params

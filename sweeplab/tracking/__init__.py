@@ -12,16 +12,21 @@ from sweeplab.tracking._ranking import SweepSummary, TrialRecord, rank_trials
 
 if TYPE_CHECKING:
     from sweeplab.tracking._read import (
+        RankedConfig,
         SweepData,
+        SweepRanking,
         UnknownSweepError,
         best_trial,
         list_sweeps,
         load_sweep,
+        ranked_configs,
     )
     from sweeplab.tracking._tracker import SweepTracker, TrackingError
 
 __all__ = [
+    "RankedConfig",
     "SweepData",
+    "SweepRanking",
     "SweepSummary",
     "SweepTracker",
     "TrackingError",
@@ -31,16 +36,20 @@ __all__ = [
     "list_sweeps",
     "load_sweep",
     "rank_trials",
+    "ranked_configs",
 ]
 
 _LAZY = {
     "SweepTracker": "sweeplab.tracking._tracker",
     "TrackingError": "sweeplab.tracking._tracker",
+    "RankedConfig": "sweeplab.tracking._read",
     "SweepData": "sweeplab.tracking._read",
+    "SweepRanking": "sweeplab.tracking._read",
     "UnknownSweepError": "sweeplab.tracking._read",
     "best_trial": "sweeplab.tracking._read",
     "list_sweeps": "sweeplab.tracking._read",
     "load_sweep": "sweeplab.tracking._read",
+    "ranked_configs": "sweeplab.tracking._read",
 }
 
 

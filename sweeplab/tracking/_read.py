@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import tempfile
@@ -10,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from sweeplab.errors import SweeplabError
+from sweeplab.tracking._flatten import unflatten
 from sweeplab.tracking._flusher import PARENT_TAG
 
 SWEEP_FILTER = "tags.`sweeplab.role` = 'sweep'"
+CONFIG_TAG = "sweeplab.config"
 
 
 class UnknownSweepError(SweeplabError, LookupError):
@@ -214,4 +217,109 @@ def load_sweep(name: str, tracking_uri: str | None = None) -> SweepData:
         history=history,
         best=_best_from_parent(client, parent, uri),
         settings=settings,
+    )
+
+
+@dataclass(frozen=True)
+class RankedConfig:
+    """One ranked trial of a recorded sweep and the config it was ranked with.
+
+    Attributes:
+        rank: 1 for the best trial.
+        trial_id: Tune's trial id.
+        status: ``finished``, ``stopped_early``, ``errored`` or ``running`` (killed).
+        config: The nested config (secrets masked as ``***``).
+        last_value: The last reported value of the sweep's metric, ``None`` if it reported none.
+    """
+
+    rank: int
+    trial_id: str
+    status: str
+    config: dict[str, Any]
+    last_value: float | None
+
+
+@dataclass(frozen=True)
+class SweepRanking:
+    """The ranked trials of a sweep's latest execution (``trials[0]`` is the best)."""
+
+    name: str
+    metric: str
+    mode: str
+    rank_by: str
+    parent_run_id: str
+    trials: list[RankedConfig]
+
+
+def _check_store(uri: str, name: str) -> None:
+    """A SQLite store that does not exist holds no sweep; reading it would create it."""
+    if uri.startswith("sqlite:///"):
+        path = Path(uri[len("sqlite:///") :])
+        if str(path) != ":memory:" and not path.exists():
+            raise UnknownSweepError(
+                f"No sweep named {name!r}: the tracking store {uri!r} does not exist."
+            )
+
+
+def _typed(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+
+
+def _trial_config(run: Any) -> dict[str, Any]:
+    text = run.data.tags.get(CONFIG_TAG)
+    if text:
+        try:
+            config = json.loads(text)
+        except ValueError:
+            config = None
+        if isinstance(config, dict):
+            return config
+    return unflatten({k: _typed(v) for k, v in run.data.params.items()})
+
+
+def ranked_configs(name: str, tracking_uri: str | None = None) -> SweepRanking:
+    """The ranked trials of a sweep's latest execution with their configs, best first.
+
+    Only trials with a rank are listed (ranks are recorded when the execution ends). A trial's
+    config is its ``sweeplab.config`` tag: the config it was ranked with, with its types (for a
+    PBT trial, the config in effect at its ranked iteration). Runs recorded without that tag
+    give their params back, each read as a Python literal where it parses as one (``0.01``,
+    ``3``, ``True``, ``[64, 64]``) and as a string otherwise.
+
+    Raises:
+        UnknownSweepError: No sweep of that name. A SQLite store that does not exist is not
+            created.
+    """
+    import mlflow
+
+    _check_store(tracking_uri or mlflow.get_tracking_uri(), name)
+    client, uri = _client(tracking_uri)
+    parent = _latest_parent(client, name, uri)
+    settings = parent.data.params
+    metric = settings.get("metric", "")
+    trials = []
+    for child in _children(client, parent):
+        tags = child.data.tags
+        if not tags.get("sweeplab.rank"):
+            continue
+        trials.append(
+            RankedConfig(
+                rank=int(tags["sweeplab.rank"]),
+                trial_id=tags.get("sweeplab.trial_id", child.info.run_id),
+                status=tags.get("sweeplab.status", ""),
+                config=_trial_config(child),
+                last_value=child.data.metrics.get(metric),
+            )
+        )
+    trials.sort(key=lambda trial: (trial.rank, trial.trial_id))
+    return SweepRanking(
+        name=name,
+        metric=metric,
+        mode=settings.get("mode", "min"),
+        rank_by=settings.get("rank_by", "best"),
+        parent_run_id=parent.info.run_id,
+        trials=trials,
     )

@@ -14,7 +14,7 @@ from typing import Any
 
 from sweeplab.errors import SweeplabError
 from sweeplab.tracking._flatten import flatten, is_number, mask_secrets
-from sweeplab.tracking._flusher import PARENT_TAG, Flusher, MetricPoint
+from sweeplab.tracking._flusher import MAX_TAG_LENGTH, PARENT_TAG, Flusher, MetricPoint
 from sweeplab.tracking._ranking import SweepSummary, TrialRecord, _check, rank_trials
 
 logger = logging.getLogger(__name__)
@@ -260,6 +260,18 @@ class SweepTracker:
             if trial_id and trial_id not in self._existing:
                 self._existing[trial_id] = child
 
+    def log_warm_start(self, source: str, document: Mapping[str, Any]) -> None:
+        """Records where a warm start's configs came from on the parent run.
+
+        Sets the tag ``sweeplab.warm_start`` to ``source`` and logs ``document`` as the
+        artifact ``warm_start.json``.
+        """
+        if self.parent_run_id is None:
+            raise TrackingError("SweepTracker.start() must be called before log_warm_start().")
+        client = self._new_client()
+        client.set_tag(self.parent_run_id, "sweeplab.warm_start", source[:MAX_TAG_LENGTH])
+        client.log_dict(self.parent_run_id, dict(document), "warm_start.json")
+
     def tune_callback(self) -> Any:
         """The ``ray.tune.Callback`` to pass in ``ray.tune.RunConfig(callbacks=[...])``."""
         if self._flusher is None:
@@ -482,7 +494,11 @@ class SweepTracker:
         flusher.drain(self.drain_timeout_s)
         ranked = rank_trials(self.records(), self.metric, self.mode, self.rank_by)
         for record in ranked:
-            flusher.set_tags(record.trial_id, {"sweeplab.rank": str(record.rank)})
+            tags = {"sweeplab.rank": str(record.rank)}
+            config = json.dumps(record.config, default=str)
+            if len(config) <= MAX_TAG_LENGTH:  # longer ones are read back from the params
+                tags["sweeplab.config"] = config
+            flusher.set_tags(record.trial_id, tags)
         delivered = flusher.drain(self.drain_timeout_s)
         flusher.stop()
         if not delivered:

@@ -117,3 +117,45 @@ def test_help_is_fast_and_imports_no_ray(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60
     )
     assert result.stdout.strip().splitlines()[-1] == "False False False"
+
+
+@pytest.mark.parametrize(
+    ("source", "name", "message"),
+    [
+        (GOOD, "nope", "Sweep field `warm_start`: No sweep named 'nope'"),
+        (GOOD, "a/b", "Sweep field `warm_start` must be"),
+        (GOOD.replace('"asha"', '"pbt"'), "cold", "grid search and PBT draw their own"),
+    ],
+)
+def test_bad_warm_start_flag_exits_2_with_one_line(
+    tmp_path: Path, source: str, name: str, message: str
+) -> None:
+    spec = write_spec(tmp_path, source)
+    result = cli("sweep", str(spec), "--warm-start", name, "--no-live", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["toy.py"], "something was written"
+
+
+def test_warm_start_plan_is_printed_before_anything_starts(tmp_path: Path) -> None:
+    from toy_spec import record_sweep
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    cold = [("t0", {"x": 0.9, "y": 1}, [0.5], False), ("t1", {"x": 0.2, "y": 2}, [0.1], False)]
+    record_sweep(uri, tmp_path / "cold", "cold", cold)
+    # The sweep then fails its resource check: the plan was printed, and nothing ran.
+    spec = write_spec(
+        tmp_path, GOOD.replace("uniform(0, 1)", "uniform(0, 0.5)") + ", workers_per_trial=64"
+    )
+    result = cli(
+        "sweep", str(spec), "--warm-start", "cold", "--tracking-uri", uri, "--num-trials", "8",
+        "--no-live", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 2 and "can never hold it" in result.stderr, result.stderr
+    assert result.stdout.splitlines() == [
+        "warm start: 2 configs from sweep 'cold', ranked by best loss (min), tried first:",
+        "  1. rank 1 (trial t1): x=0.2 | y: 2 dropped (not in the space)",
+        "  2. rank 2 (trial t0): x=0.5 | x: 0.9 clipped to 0.5 (outside uniform [0.0, 0.5]); "
+        "y: 1 dropped (not in the space)",
+    ]

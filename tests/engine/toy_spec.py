@@ -109,3 +109,30 @@ def progress_rows(outcome: Any) -> dict[str, list[dict[str, Any]]]:
             records = frame.to_dict("records")
             rows[str(records[0]["trial_id"])] = records
     return rows
+
+
+def record_sweep(uri: str, storage: Path, name: str, trials: list[tuple]) -> None:
+    """Records a sweep in MLflow as the engine does, without Ray: a `SweepTracker` fed with
+    Tune-like trials ``(trial_id, config, reported losses, errored)`` (metric ``loss``, min)."""
+    from types import SimpleNamespace
+
+    from sweeplab.tracking import SweepTracker
+
+    tracker = SweepTracker(
+        tracking_uri=uri,
+        sweep_name=name,
+        storage_dir=storage,
+        metric="loss",
+        mode="min",
+        max_iterations=2,
+    )
+    tracker.start()
+    for trial_id, config, losses, errored in trials:
+        trial = SimpleNamespace(
+            trial_id=trial_id, config=config, local_path=None, path=None, error_file=None
+        )
+        tracker._on_start(trial)
+        for step, loss in enumerate(losses, start=1):
+            tracker._on_result(trial, {"loss": loss, "training_iteration": step})
+        (tracker._on_error if errored else tracker._on_complete)(trial)
+    tracker.finish()
