@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean chromium
+.PHONY: demo test lint bench bench-search clean chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ test: lint chromium
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
+
+## Search efficiency of the strategies (docs/search.md); about 30-40 min on 2 CPUs.
+bench-search: $(STAMP)
+	$(BIN)/python -m benchmarks.search
 
 clean:
 	rm -rf $(VENV) sweeplab-runs mlflow.db mlruns .mypy_cache .pytest_cache .ruff_cache

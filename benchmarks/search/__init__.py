@@ -1,0 +1,1 @@
+"""Search-efficiency benchmark: python -m benchmarks.search (see docs/search.md)."""

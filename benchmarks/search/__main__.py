@@ -1,0 +1,406 @@
+"""Search efficiency: how much budget each strategy needs to match random search + FIFO.
+
+    python -m benchmarks.search [--quick] [--seeds 5] [--problems h3,h6,sim,digits]
+                                [--out benchmarks/search/results/latest.json]
+
+Every sweep runs through sweeplab's engine (`run_sweep`) on one local Ray started here with
+sweeplab's runtime env; one iteration reported is one unit of budget. Random + FIFO gets N trials
+of R iterations (budget N x R); early-stopping strategies get more trials and every curve is cut
+at N x R. The headline figure per problem and strategy is the fraction of N x R a strategy needs
+to reach random + FIFO's final best of the same seed (median over seeds). Prints a table, writes
+the JSON to ``--out`` and the plots to ``--images``. See docs/search.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import re
+import statistics
+import tempfile
+import time
+import traceback
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from benchmarks.search._curves import anytime, fraction_to_reach, summarize
+from benchmarks.search._problems import PROBLEMS, Problem
+from benchmarks.search._run import ROOT, run_one, start_ray
+from benchmarks.search._strategies import BASELINE, STRATEGIES, VARIANTS, Strategy
+
+RESULTS = ROOT / "benchmarks" / "search" / "results"
+# Early-stopping strategies get this many times the baseline's trials: ASHA (grace 1, reduction
+# factor 3) spends 3-4 iterations per trial at R = 27, so 6 N trials can spend N x R.
+TRIAL_FACTOR = 6
+WARM_SOURCE_SEED = 1000  # the earlier sweep of a warm start: the same problem, another seed
+GOAL = 1 / 3  # Optuna TPE + ASHA should need at most a third of random + FIFO's budget
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")
+
+
+def _versions() -> dict[str, str]:
+    out = {}
+    for package in ["ray", "optuna", "hyperopt", "mlflow", "torch", "sweeplab"]:
+        try:
+            out[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            out[package] = "missing"
+    return out
+
+
+def _strategies_for(problem: Problem, names: Sequence[str] | None) -> list[Strategy]:
+    chosen = [s for s in STRATEGIES.values() if problem.pbt or s.scheduler != "pbt"]
+    if problem.synthetic:
+        chosen += list(VARIANTS.values())
+    if names is not None:
+        chosen = [s for s in chosen if s.name in names or s is BASELINE]
+    return chosen
+
+
+def _record(run: dict[str, Any], budget: int, iterations: int) -> dict[str, Any]:
+    """What the JSON keeps of a run: its anytime steps, not every report."""
+    reports = run["reports"]
+    steps = anytime(reports, budget)
+    within = reports[:budget]
+    return {
+        "steps": [[b, round(s, 3), score] for b, s, score in steps],
+        "budget_used": len(within),
+        "seconds_at_budget": round(within[-1][0], 3) if within else None,
+        "final_best": steps[-1][2] if steps else None,
+        "trials": run["trials"],
+        "trials_full_length": sum(1 for n in run["trial_reports"] if n >= iterations),
+        "errored": run["errored"],
+        "wall_s": round(run["wall_s"], 2),
+    }
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no infinity: a never-reached figure is written as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _analyse(result: dict[str, Any]) -> None:
+    """Targets, fractions and summaries of one problem's runs, in place."""
+    budget = result["budget"]
+    baseline = result["runs"].get(BASELINE.name, {})
+    targets = {
+        seed: run["final_best"]
+        for seed, run in baseline.items()
+        if run.get("final_best") is not None
+    }
+    result["targets"] = targets
+    summaries: dict[str, Any] = {}
+    for name, runs in result["runs"].items():
+        fractions = []
+        for seed, run in runs.items():
+            if seed not in targets or "steps" not in run:
+                continue
+            run["fraction"] = fraction_to_reach(run["steps"], targets[seed], budget)
+            fractions.append(run["fraction"])
+        finals = [run["final_best"] for run in runs.values() if run.get("final_best") is not None]
+        summaries[name] = {
+            **summarize(fractions),
+            "errors": sum(1 for run in runs.values() if run.get("error")),
+            "final_best_median": statistics.median(finals) if finals else None,
+        }
+    result["summary"] = summaries
+    warm = result.get("warm")
+    if warm:
+        cold = result["runs"].get("optuna+asha", {})
+        paired: dict[str, list[float | None]] = {"warm": [], "cold": []}
+        for seed, run in warm["runs"].items():
+            if seed not in targets or "steps" not in run or "steps" not in cold.get(seed, {}):
+                continue
+            run["fraction"] = fraction_to_reach(run["steps"], targets[seed], budget)
+            paired["warm"].append(run["fraction"])
+            paired["cold"].append(cold[seed].get("fraction"))
+        warm["summary"] = {key: summarize(values) for key, values in paired.items()}
+
+
+def _fmt_fraction(value: float | None) -> str:
+    if value is None or math.isnan(value):
+        return "-"
+    return "never" if math.isinf(value) else f"{value:.2f}"
+
+
+def _headline_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for problem, result in report["problems"].items():
+        for name, summary in result.get("summary", {}).items():
+            rows.append({"problem": problem, "strategy": name, **summary})
+        warm = result.get("warm", {}).get("summary")
+        if warm:
+            rows.append(
+                {"problem": problem, "strategy": "optuna+asha, warm-started", **warm["warm"]}
+            )
+    return rows
+
+
+def render(rows: list[dict[str, Any]]) -> Any:
+    from rich.table import Table
+
+    table = Table(title="fraction of random + FIFO's budget needed to reach its final best")
+    for column in ["problem", "strategy", "median", "IQR", "min-max", "reached", "final best"]:
+        table.add_column(column, justify="left" if column in ("problem", "strategy") else "right")
+    for row in rows:
+        final = row.get("final_best_median")
+        table.add_row(
+            row["problem"],
+            row["strategy"],
+            _fmt_fraction(row["median"]),
+            f"{_fmt_fraction(row['q1'])}-{_fmt_fraction(row['q3'])}",
+            f"{_fmt_fraction(row['min'])}-{_fmt_fraction(row['max'])}",
+            f"{row['reached']}/{row['seeds']}"
+            + (f" ({row['errors']} failed)" if row.get("errors") else ""),
+            "-" if final is None else f"{final:.4f}",
+        )
+    return table
+
+
+def _run_safely(label: str, console: Any, **kwargs: Any) -> dict[str, Any] | None:
+    begin = time.perf_counter()
+    try:
+        run = run_one(**kwargs)
+    except Exception as exc:  # one failed sweep should not lose the others' results
+        console.print(f"  [red]{label} failed[/red]: {type(exc).__name__}: {exc}")
+        console.print(traceback.format_exc(limit=3), markup=False)
+        return None
+    console.print(
+        f"  {time.strftime('%H:%M:%S')} {label}: {len(run['reports'])} iterations, "
+        f"{run['trials']} trials, {time.perf_counter() - begin:.1f} s"
+    )
+    return run
+
+
+def run_problem(
+    problem: Problem,
+    seeds: Sequence[int],
+    *,
+    trials: int,
+    iterations: int,
+    trial_factor: int,
+    strategy_names: Sequence[str] | None,
+    warm: bool,
+    storage: Path,
+    console: Any,
+) -> dict[str, Any]:
+    budget = trials * iterations
+    result: dict[str, Any] = {
+        "title": problem.title,
+        "optimum": problem.optimum,
+        "trials": trials,
+        "iterations": iterations,
+        "budget": budget,
+        "runs": {},
+    }
+    strategies = _strategies_for(problem, strategy_names)
+    for seed in seeds:
+        for strategy in strategies:
+            count = trials * trial_factor if strategy.early_stopping else trials
+            run = _run_safely(
+                f"{problem.name} {strategy.name} seed {seed}",
+                console,
+                problem=problem,
+                strategy=strategy,
+                seed=seed,
+                trials=count,
+                iterations=iterations,
+                budget=budget,
+                storage=storage,
+                name=_slug(f"{problem.name}-{strategy.name}-s{seed}"),
+            )
+            record = {"error": True} if run is None else _record(run, budget, iterations)
+            result["runs"].setdefault(strategy.name, {})[str(seed)] = record
+    if warm and "optuna+asha" in result["runs"]:
+        result["warm"] = _warm_runs(
+            problem, seeds, trials, iterations, trial_factor, budget, storage, console
+        )
+    _analyse(result)
+    return result
+
+
+def _warm_runs(
+    problem: Problem,
+    seeds: Sequence[int],
+    trials: int,
+    iterations: int,
+    trial_factor: int,
+    budget: int,
+    storage: Path,
+    console: Any,
+) -> dict[str, Any]:
+    """Optuna TPE + ASHA warm-started from an earlier cold sweep (another seed), per seed.
+
+    Both sweeps are tracked into one temporary SQLite store; the warm sweep names the earlier
+    one in `warm_start`. The cold comparison is the untracked `optuna+asha` run of the seed.
+    """
+    strategy = STRATEGIES["optuna+asha"]
+    tracking_uri = f"sqlite:///{storage / 'mlflow.db'}"
+    out: dict[str, Any] = {"source_seed_offset": WARM_SOURCE_SEED, "runs": {}, "sources": {}}
+    for seed in seeds:
+        source = _slug(f"{problem.name}-cold-source-s{seed}")
+        common = {
+            "problem": problem,
+            "strategy": strategy,
+            "trials": trials * trial_factor,
+            "iterations": iterations,
+            "budget": budget,
+            "storage": storage,
+            "tracking_uri": tracking_uri,
+        }
+        ran = _run_safely(
+            f"{problem.name} warm-start source seed {WARM_SOURCE_SEED + seed}",
+            console,
+            seed=WARM_SOURCE_SEED + seed,
+            name=source,
+            **common,
+        )
+        out["sources"][str(seed)] = (
+            {"error": True} if ran is None else _record(ran, budget, iterations)
+        )
+        if ran is None:
+            continue
+        ran = _run_safely(
+            f"{problem.name} optuna+asha warm-started seed {seed}",
+            console,
+            seed=seed,
+            name=_slug(f"{problem.name}-warm-s{seed}"),
+            warm_start=source,
+            **common,
+        )
+        out["runs"][str(seed)] = (
+            {"error": True} if ran is None else _record(ran, budget, iterations)
+        )
+    return out
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.search", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes (a couple of minutes)")
+    parser.add_argument("--seeds", type=int, help="seeds per strategy (5; --quick: 2)")
+    parser.add_argument("--problems", help=f"comma-separated subset of: {','.join(PROBLEMS)}")
+    parser.add_argument("--strategies", help="comma-separated subset of the strategies' names")
+    parser.add_argument("--trials", type=int, help="random + FIFO's trials N (10; --quick: 6)")
+    parser.add_argument("--iterations", type=int, help="iterations R of a trial (27; --quick: 9)")
+    parser.add_argument(
+        "--trial-factor",
+        type=int,
+        default=TRIAL_FACTOR,
+        help=f"early-stopping strategies get this times N trials ({TRIAL_FACTOR})",
+    )
+    parser.add_argument("--no-warm", action="store_true", help="skip the warm-start runs")
+    parser.add_argument("--out", type=Path, help="the JSON (default results/latest.json)")
+    parser.add_argument("--images", type=Path, help="folder of the PNGs (default docs/images)")
+    args = parser.parse_args(argv)
+    problems = args.problems.split(",") if args.problems else list(PROBLEMS)
+    unknown = set(problems) - set(PROBLEMS)
+    if unknown:
+        parser.error(f"unknown problem(s): {', '.join(sorted(unknown))}")
+    args.problems = problems
+    if args.strategies:
+        names = args.strategies.split(",")
+        unknown = set(names) - set(STRATEGIES) - set(VARIANTS)
+        if unknown:
+            parser.error(f"unknown strategies: {', '.join(sorted(unknown))}")
+        args.strategies = names
+    defaults = {"seeds": (2, 5), "trials": (6, 10), "iterations": (9, 27)}
+    for name, (quick, full) in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, quick if args.quick else full)
+    for name in ("seeds", "trials", "iterations", "trial_factor"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be >= 1")
+    suffix = "quick" if args.quick else "latest"
+    args.out = (args.out or RESULTS / f"{suffix}.json").resolve()
+    default_images = RESULTS / "quick-images" if args.quick else ROOT / "docs" / "images"
+    args.images = (args.images or default_images).resolve()
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    from rich.console import Console
+
+    args = parse_args(argv)
+    console = Console()
+    report: dict[str, Any] = {
+        "quick": args.quick,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "settings": {
+            "seeds": list(range(args.seeds)),
+            "trials": args.trials,
+            "iterations": args.iterations,
+            "trial_factor": args.trial_factor,
+            "problems": args.problems,
+            "strategies": args.strategies,
+            "warm": not args.no_warm,
+            "goal": f"optuna+asha needs <= {GOAL:.3f} of random+fifo's budget",
+        },
+        "machine": {
+            "cpu_count": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "versions": _versions(),
+            "loadavg_start": os.getloadavg(),
+        },
+        "problems": {},
+    }
+    console.print(f"load average at start: {os.getloadavg()}")
+    begin = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="sweeplab-search-bench-") as tmp:
+        os.chdir(tmp)  # MLflow's and Ray's side files land in the temporary folder
+        start_ray()
+        for name in args.problems:
+            console.print(f"[bold]{name}[/bold]: {PROBLEMS[name].title}")
+            report["problems"][name] = run_problem(
+                PROBLEMS[name],
+                list(range(args.seeds)),
+                trials=args.trials,
+                iterations=args.iterations,
+                trial_factor=args.trial_factor,
+                strategy_names=args.strategies,
+                warm=not args.no_warm,
+                storage=Path(tmp) / "runs",
+                console=console,
+            )
+            _write(report, args.out)  # partial results survive a crash
+        import ray
+
+        ray.shutdown()
+        os.chdir(ROOT)
+    report["machine"]["loadavg_end"] = os.getloadavg()
+    report["total_s"] = round(time.perf_counter() - begin, 1)
+    report["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    report["headline"] = _headline_rows(report)
+    console.print(render(report["headline"]))
+    from benchmarks.search._plots import plot_all
+
+    report["images"] = [str(p) for p in plot_all(report, args.images)]
+    _write(report, args.out)
+    console.print(
+        f"total {report['total_s']:.0f} s; load average at start "
+        f"{report['machine']['loadavg_start']}, at end {report['machine']['loadavg_end']}"
+    )
+    console.print(f"wrote {args.out} and {len(report['images'])} PNG(s) in {args.images}")
+    return 0
+
+
+def _write(report: dict[str, Any], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(_finite(report), indent=1, default=str) + "\n")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

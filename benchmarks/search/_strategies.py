@@ -1,0 +1,70 @@
+"""The strategies compared: a searcher and a scheduler, and how many trials each gets."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+__all__ = ["BASELINE", "STRATEGIES", "VARIANTS", "Strategy"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Strategy:
+    """One way to search.
+
+    Attributes:
+        name: Short name, as in tables and the JSON.
+        searcher: The sweep's ``searcher``.
+        scheduler: The sweep's ``scheduler`` name; with ``asha``, ``grace`` and ``rf`` set,
+            a configured ``ASHAScheduler`` instead.
+        early_stopping: Whether trials stop early (they get more trials than the baseline, and
+            their curves are cut at the baseline's budget).
+        checkpoint: Whether trials need checkpoints (HyperBand pauses them, PBT copies them).
+        grace: ASHA's grace period (iterations), for a configured variant.
+        rf: ASHA's reduction factor, for a configured variant.
+    """
+
+    name: str
+    searcher: str
+    scheduler: str
+    early_stopping: bool
+    checkpoint: bool = False
+    grace: int | None = None
+    rf: int | None = None
+
+    def make_scheduler(self, iterations: int) -> Any:
+        """The sweep's ``scheduler``: a name, or a fresh configured ``ASHAScheduler``."""
+        if self.grace is None and self.rf is None:
+            return self.scheduler
+        from ray.tune.schedulers import ASHAScheduler
+
+        return ASHAScheduler(
+            time_attr="training_iteration",
+            max_t=iterations,
+            grace_period=self.grace or 1,
+            reduction_factor=self.rf or 3,
+        )
+
+
+BASELINE = Strategy("random+fifo", "random", "fifo", early_stopping=False)
+STRATEGIES: dict[str, Strategy] = {
+    s.name: s
+    for s in [
+        BASELINE,
+        Strategy("random+asha", "random", "asha", early_stopping=True),
+        Strategy("optuna+asha", "optuna", "asha", early_stopping=True),
+        Strategy("hyperopt+asha", "hyperopt", "asha", early_stopping=True),
+        Strategy("optuna+hyperband", "optuna", "hyperband", early_stopping=True, checkpoint=True),
+        Strategy("random+pbt", "random", "pbt", early_stopping=False, checkpoint=True),
+    ]
+}
+# Optuna TPE + ASHA with other grace periods and reduction factors than sweeplab's default
+# (grace 1, reduction factor 3, which is `optuna+asha` above): run on the synthetic problems.
+VARIANTS: dict[str, Strategy] = {
+    s.name: s
+    for s in [
+        Strategy("optuna+asha g1 rf2", "optuna", "asha", True, grace=1, rf=2),
+        Strategy("optuna+asha g1 rf4", "optuna", "asha", True, grace=1, rf=4),
+        Strategy("optuna+asha g2 rf3", "optuna", "asha", True, grace=2, rf=3),
+    ]
+}

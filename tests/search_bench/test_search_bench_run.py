@@ -1,0 +1,90 @@
+"""`python -m benchmarks.search`: its arguments, and one tiny run through the real engine."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks.search.__main__ import parse_args
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--problems", "h3,nope"], "unknown problem"),
+        (["--strategies", "optuna+nope"], "unknown strategies"),
+        (["--seeds", "0"], "--seeds must be >= 1"),
+        (["--trial-factor", "0"], "--trial-factor must be >= 1"),
+    ],
+)
+def test_bad_arguments_exit_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        parse_args(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_quick_defaults_keep_the_committed_results() -> None:
+    args = parse_args(["--quick"])
+    assert (args.seeds, args.trials, args.iterations) == (2, 6, 9)
+    assert args.out.name == "quick.json"
+    assert args.images.name == "quick-images"
+    full = parse_args([])
+    assert (full.seeds, full.trials, full.iterations) == (5, 10, 27)
+    assert full.out == ROOT / "benchmarks" / "search" / "results" / "latest.json"
+    assert full.images == ROOT / "docs" / "images"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_tiny_benchmark_run_writes_json_and_plots(tmp_path: Path) -> None:
+    out, images = tmp_path / "out.json", tmp_path / "images"
+    command = [
+        sys.executable, "-m", "benchmarks.search", "--quick", "--problems", "h3", "--seeds", "1",
+        "--trials", "3", "--iterations", "4", "--strategies", "random+fifo,optuna+asha",
+        "--out", str(out), "--images", str(images),
+    ]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    done = subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=280, check=False
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "fraction of random + FIFO's budget" in done.stdout
+
+    report = json.loads(out.read_text())
+    h3 = report["problems"]["h3"]
+    assert h3["budget"] == 12
+    assert set(h3["runs"]) == {"random+fifo", "optuna+asha"}
+    fifo = h3["runs"]["random+fifo"]["0"]
+    assert fifo["budget_used"] == 12 and fifo["trials"] == 3 and fifo["errored"] == 0
+    asha = h3["runs"]["optuna+asha"]["0"]
+    assert asha["trials"] == 3 * 6 and asha["budget_used"] == 12
+    for run in (fifo, asha, h3["warm"]["runs"]["0"]):
+        budgets = [step[0] for step in run["steps"]]
+        bests = [step[2] for step in run["steps"]]
+        assert budgets == sorted(budgets) and budgets[-1] <= 12
+        assert bests == sorted(bests, reverse=True)
+        assert all(-3.87 < b < 0 for b in bests)  # Hartmann 3's range at any fidelity
+    assert h3["targets"]["0"] == fifo["final_best"]
+    assert 0 < fifo["fraction"] <= 1  # the baseline reaches its own final best
+    summary = h3["summary"]["optuna+asha"]
+    assert summary["seeds"] == 1 and summary["reached"] in (0, 1)
+    assert (summary["median"] is None) == (summary["reached"] == 0)  # never reached: null
+    assert h3["warm"]["summary"]["warm"]["seeds"] == 1
+    assert report["machine"]["loadavg_start"] and report["total_s"] > 0
+    assert {row["strategy"] for row in report["headline"]} >= {"random+fifo", "optuna+asha"}
+
+    names = {"search-h3.png", "search-headline.png", "search-warm.png"}
+    assert {Path(p).name for p in report["images"]} == names
+    for name in names:
+        data = (images / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
