@@ -9,6 +9,7 @@ through `sweeplab.engine.run_sweep` on a Ray started the way `sweeplab sweep` st
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -64,6 +65,51 @@ sweep = sweeplab.Sweep(train_func=train_func, space={"x": uniform(0, 1)}, SWEEP_
 
 
 BASE: dict[str, Any] = {"name": "bench", "metric": "loss", "mode": "min"}
+# `BENCH_GPU=1` (benchmarks/gpu_check.sh): every worker of the start-up and latency arms gets a
+# share of one GPU (a whole GPU when a trial has one worker).
+GPU = os.environ.get("BENCH_GPU") == "1"
+
+
+def _gpu_share(workers: int) -> float | None:
+    return 1.0 / workers if GPU else None
+
+
+def _scaling(workers: int) -> Any:
+    import ray.train
+
+    share = _gpu_share(workers)
+    if share is None:
+        return ray.train.ScalingConfig(num_workers=workers)
+    return ray.train.ScalingConfig(
+        num_workers=workers, use_gpu=True, resources_per_worker={"GPU": share}
+    )
+
+
+def _startup_clock() -> Any:
+    """A Tune callback on the driver: seconds from each trial's start to its first result.
+
+    This is the start-up a user waits for: it includes scheduling the trial, starting (or
+    reusing) its actor, building the trainer group and the first epoch; Tune's own
+    ``time_total_s`` starts only once the trial's function runs.
+    """
+    from ray.tune import Callback
+
+    class StartupClock(Callback):
+        def __init__(self) -> None:
+            self.started: dict[str, float] = {}
+            self.first: dict[str, float] = {}
+
+        def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+            self.started.setdefault(trial.trial_id, time.perf_counter())
+
+        def on_trial_result(
+            self, iteration: int, trials: list, trial: Any, result: dict, **info: Any
+        ) -> None:
+            begin = self.started.get(trial.trial_id)
+            if begin is not None and trial.trial_id not in self.first:
+                self.first[trial.trial_id] = time.perf_counter() - begin
+
+    return StartupClock()
 
 
 def write_spec(folder: Path, *, epochs: int, compute_s: float, **sweep_kwargs: Any) -> Path:
@@ -87,15 +133,12 @@ def _load(path: Path) -> Any:
 def _ray_init(sweeplab_env: bool) -> None:
     import ray
 
-    runtime_env = None
-    if sweeplab_env:
-        from sweeplab.engine._runner import _runtime_env
+    from sweeplab.engine._runner import start_local_ray
 
-        runtime_env = _runtime_env(None, remote=False)
-    ray.init(
-        address="local",
+    start = start_local_ray if sweeplab_env else functools.partial(ray.init, address="local")
+    start(
         num_cpus=2,
-        runtime_env=runtime_env,
+        num_gpus=1 if GPU else 0,
         log_to_driver=False,
         include_dashboard=True,  # Train's controller uses the state API (ray[default])
         dashboard_host="127.0.0.1",
@@ -117,7 +160,7 @@ def _report_latency(params: dict[str, Any], tmp: Path, sweeplab_env: bool) -> di
     trainer = TorchTrainer(
         fn,
         train_loop_config={"n": params["reports"], "out": str(out)},
-        scaling_config=ray.train.ScalingConfig(num_workers=2),
+        scaling_config=_scaling(2),
         run_config=ray.train.RunConfig(name="latency", storage_path=str(tmp / "train")),
     )
     trainer.fit()
@@ -158,13 +201,14 @@ def _tune_baseline(
     sweep = _load(write_spec(tmp, epochs=epochs, compute_s=compute_s, **BASE))
     train_func = sweep.train_func
     storage = str(tmp / "train")
+    clock = _startup_clock()
 
     def trial(config: dict[str, Any]) -> None:
         trial_id = tune.get_context().get_trial_id()
         TorchTrainer(
             train_func,
             train_loop_config=config,
-            scaling_config=ray.train.ScalingConfig(num_workers=workers),
+            scaling_config=_scaling(workers),
             run_config=ray.train.RunConfig(
                 name=f"trial-{trial_id}",
                 storage_path=storage,
@@ -189,7 +233,11 @@ def _tune_baseline(
             max_concurrent_trials=1,
         ),
         run_config=tune.RunConfig(
-            name="baseline", storage_path=str(tmp / "tune"), verbose=0, log_to_file=False
+            name="baseline",
+            storage_path=str(tmp / "tune"),
+            verbose=0,
+            log_to_file=False,
+            callbacks=[clock],
         ),
     )
     begin = time.perf_counter()
@@ -207,6 +255,7 @@ def _tune_baseline(
     return {
         "wall_s": wall,
         "first_result_s": first,
+        "start_to_first_result_s": list(clock.first.values()),
         "best_loss": min(best) if best else None,
         "reports": reports,
         "trials": len(grid),
@@ -229,9 +278,19 @@ def _sweeplab(
 ) -> dict[str, Any]:
     import pandas as pd
 
+    import sweeplab.engine._runner as runner
     from sweeplab.engine import SweepOptions, run_sweep
+    from sweeplab.engine._relay import SINKS
 
     _ray_init(sweeplab_env=True)
+    clock = _startup_clock()
+    display = runner.make_display_callback
+
+    def display_and_clock(table: Any) -> Any:
+        SINKS.append(clock)  # run_sweep registers its sinks right after clearing them
+        return display(table)
+
+    runner.make_display_callback = display_and_clock
     kwargs: dict[str, Any] = {
         "name": "bench",
         "metric": "loss",
@@ -245,6 +304,8 @@ def _sweeplab(
     }
     if max_concurrent is not None:
         kwargs["max_concurrent_trials"] = max_concurrent
+    if _gpu_share(workers) is not None:
+        kwargs.update(use_gpu=True, gpus_per_worker=_gpu_share(workers))
     spec = write_spec(tmp, epochs=epochs, compute_s=compute_s, **kwargs)
     options = SweepOptions(
         spec_path=spec,
@@ -268,6 +329,7 @@ def _sweeplab(
         "wall_s": wall,
         "engine_wall_s": outcome.wall_s,
         "first_result_s": first,
+        "start_to_first_result_s": list(clock.first.values()),
         "best_loss": min(best) if best else None,
         "reports": reports,
         "trials": outcome.trials,
@@ -390,6 +452,22 @@ def utilisation_sweeplab(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
         max_concurrent=None,
     )
     result["utilisation"] = result["compute_s"] / (result["wall_s"] * 2)
+    return result
+
+
+def bookkeeping_sweeplab(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    """Many 1-s trials of one report each: what the engine adds per trial."""
+    result = _sweeplab(
+        tmp,
+        workers=1,
+        num_trials=params["trials"],
+        epochs=1,
+        compute_s=1.0,
+        scheduler="fifo",
+        seed=5,
+        max_concurrent=None,
+    )
+    result["theoretical_s"] = params["trials"] * 1.0 / 2
     return result
 
 

@@ -21,17 +21,21 @@ def ray_local() -> Iterator[None]:
     """A real local Ray with 2 CPUs, started the way `sweeplab sweep` starts it."""
     import ray
 
-    from sweeplab.engine._runner import _runtime_env
+    from sweeplab.engine._runner import start_local_ray
 
-    runtime_env = _runtime_env(None, remote=False)
-    runtime_env["env_vars"]["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests")])
-    ray.init(
-        num_cpus=2,
-        runtime_env=runtime_env,
-        log_to_driver=False,
-        include_dashboard=True,
-        dashboard_host="127.0.0.1",
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(ROOT), str(ROOT / "tests"), saved])
     )
+    try:
+        start_local_ray(
+            num_cpus=2, log_to_driver=False, include_dashboard=True, dashboard_host="127.0.0.1"
+        )
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
     try:
         yield
     finally:

@@ -120,6 +120,7 @@ def _ray_logs_to(path: Path) -> Iterator[None]:
 
 
 def _runtime_env(spec_dir: Path | None, remote: bool) -> dict[str, Any]:
+    """The runtime env of a sweep on a cluster that sweeplab joins (``--address``)."""
     env_vars = {
         "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": REPORT_POLL_INTERVAL_S,
         "TUNE_DISABLE_STRICT_METRIC_CHECKING": "1",
@@ -137,6 +138,36 @@ def _runtime_env(spec_dir: Path | None, remote: bool) -> dict[str, Any]:
             paths = [str(spec_dir), *filter(None, [os.environ.get("PYTHONPATH")])]
             env_vars["PYTHONPATH"] = os.pathsep.join(paths)
     return runtime_env
+
+
+@contextlib.contextmanager
+def _local_ray_environment(spec_dir: Path | None) -> Iterator[None]:
+    """The runtime env's variables set in this process while it starts a local Ray.
+
+    The local Ray's processes inherit them. A job-level runtime env would do the same, but
+    then Ray cannot hand a new actor one of its prestarted idle worker processes (they were
+    started without that env): every actor of every trial (Train's controller and its helpers,
+    the workers) would wait for a fresh process.
+    """
+    env_vars = _runtime_env(spec_dir, remote=False)["env_vars"]
+    saved = {name: os.environ.get(name) for name in env_vars}
+    os.environ.update(env_vars)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def start_local_ray(spec_dir: Path | None = None, **init_kwargs: Any) -> Any:
+    """Starts a new local Ray the way `sweeplab sweep` does (no ``--address``)."""
+    import ray
+
+    with _local_ray_environment(spec_dir):
+        return ray.init(address="local", **init_kwargs)
 
 
 def _quiet_libraries() -> None:
@@ -209,15 +240,18 @@ def run_sweep(
     with _ray_logs_to(ray_log):
         ray_started_here = not ray.is_initialized()
         if ray_started_here:
-            ray.init(
-                address=options.address,
-                runtime_env=_runtime_env(spec_dir, remote),
-                log_to_driver=False,
-                include_dashboard=None if remote else True,
-                dashboard_host="127.0.0.1",
-                configure_logging=True,
-                logging_level=logging.WARNING,
-            )
+            settings = {
+                "log_to_driver": False,
+                "dashboard_host": "127.0.0.1",
+                "configure_logging": True,
+                "logging_level": logging.WARNING,
+            }
+            if remote:
+                ray.init(
+                    address=options.address, runtime_env=_runtime_env(spec_dir, remote), **settings
+                )
+            else:
+                start_local_ray(spec_dir, include_dashboard=True, **settings)
         try:
             if plan is None or not ray_started_here:
                 plan = plan_resources(sweep, _cluster_nodes())
@@ -303,7 +337,7 @@ def _run_on_ray(
                 num_samples=search.num_samples,
                 max_concurrent_trials=plan.concurrency,
                 time_budget_s=sweep.time_budget_s,
-                reuse_actors=settings.in_process,
+                reuse_actors=_reuse_actors(sweep, settings),
             ),
             run_config=tune.RunConfig(
                 name="tune",
@@ -346,6 +380,23 @@ def _run_on_ray(
         warm_start=warm_start,
         warnings=tuple(w for w in [table.data_wait_warning()] if w),
     )
+
+
+# Schedulers under which a finished trial's actor runs the next trial. HyperBand pauses trials
+# and resumes them later; with reused actors a sweep was seen to wait forever for resources
+# (paused trials' cached actors held both CPUs), so it, PBT and configured schedulers start a
+# fresh actor per trial.
+_REUSE_UNDER = ("fifo", "asha", "median")
+
+
+def _reuse_actors(sweep: Sweep, settings: TrialSettings) -> bool:
+    """Whether Tune reuses trial actors: one-worker trials under non-pausing schedulers.
+
+    Starting a trial actor costs about a second (a process, Ray's and the spec's imports);
+    a reused one starts the next trial in milliseconds. A trainer group's driver is not reused:
+    its group is aborted when the trial stops, which a reused actor would skip.
+    """
+    return settings.in_process and sweep.scheduler in _REUSE_UNDER
 
 
 def _exploit_hook(trial_id: str, donor_id: str, iteration: int, config: dict[str, Any]) -> None:
