@@ -200,7 +200,7 @@ _E2E_CACHE: dict[str, Any] = {}
 
 def end_to_end(quick: bool) -> dict[str, Any]:
     params = {"trials": 4 if quick else 16}
-    timeout = 900 if quick else 2400
+    timeout = 900 if quick else 1800
     base = run_arm("end_to_end_baseline", params, timeout)
     ours = run_arm("end_to_end_sweeplab", params, timeout)
     tracked = run_arm("end_to_end_sweeplab_tracked", params, timeout)
@@ -234,7 +234,7 @@ def optuna_baseline(quick: bool) -> dict[str, Any]:
     params = (
         {"trials": 8, "epochs": 4, "compute_s": 0.1}
         if quick
-        else {"trials": 48, "epochs": 8, "compute_s": 0.25}
+        else {"trials": 64, "epochs": 8, "compute_s": 0.25}
     )
     base = run_arm("optuna_baseline", params, 900)
     ours = run_arm("optuna_sweeplab", params, 900)

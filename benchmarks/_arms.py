@@ -130,14 +130,14 @@ def _load(path: Path) -> Any:
     return sweep
 
 
-def _ray_init(sweeplab_env: bool) -> None:
+def _ray_init(sweeplab_env: bool, num_cpus: int = 2) -> None:
     import ray
 
     from sweeplab.engine._runner import start_local_ray
 
     start = start_local_ray if sweeplab_env else functools.partial(ray.init, address="local")
     start(
-        num_cpus=2,
+        num_cpus=num_cpus,
         num_gpus=1 if GPU else 0,
         log_to_driver=False,
         include_dashboard=True,  # Train's controller uses the state API (ray[default])
@@ -191,13 +191,22 @@ def _tune_baseline(
 ) -> dict[str, Any]:
     """Ray's documented pattern: a Tune function trainable driving a TorchTrainer whose
     `TuneReportCallback` forwards rank 0's reports. The driver asks for no CPU (a token of
-    memory), like sweeplab's, so a 2-worker group fits 2 CPUs; one trial at a time."""
+    memory), like sweeplab's, so a 2-worker group fits 2 CPUs; one trial at a time.
+
+    When ASHA stops a trial (at a rung, or at ``max_t``), Tune ends the trial's actor while its
+    `fit()` still runs; the group's placement group is then never removed (seen here: the dead
+    trial's group stays CREATED, the next trial's waits PENDING for ever). With ``scheduler=
+    "asha"`` the Ray of this arm therefore gets ``2 * num_trials`` extra *virtual* CPUs, so the
+    leaked groups cannot block it; its trials still run one at a time, as on 2 CPUs.
+    """
+    import ray
     import ray.train
     from ray import tune
     from ray.train.torch import TorchTrainer
     from ray.tune.integration.ray_train import TuneReportCallback
 
-    _ray_init(sweeplab_env=False)
+    headroom = 2 * num_trials if scheduler == "asha" else 0
+    _ray_init(sweeplab_env=False, num_cpus=2 + headroom)
     sweep = _load(write_spec(tmp, epochs=epochs, compute_s=compute_s, **BASE))
     train_func = sweep.train_func
     storage = str(tmp / "train")
@@ -252,6 +261,11 @@ def _tune_baseline(
             first.append(float(frame["time_total_s"].iloc[0]))
             best.append(float(frame["loss"].min()))
             reports += len(frame)
+    leaked = [
+        group
+        for group in ray.util.placement_group_table().values()
+        if group["state"] == "CREATED" and any("CPU" in b for b in group["bundles"].values())
+    ]
     return {
         "wall_s": wall,
         "first_result_s": first,
@@ -260,6 +274,8 @@ def _tune_baseline(
         "reports": reports,
         "trials": len(grid),
         "errored": errors,
+        "virtual_cpus_added": headroom,
+        "trainer_groups_left_after_fit": len(leaked),
     }
 
 
