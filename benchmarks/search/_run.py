@@ -15,27 +15,25 @@ from benchmarks.search._strategies import Strategy
 __all__ = ["ROOT", "read_reports", "run_one", "start_ray"]
 
 ROOT = Path(__file__).resolve().parents[2]
+# A safety net: no sweep of the benchmark takes more than a minute or two; one that hangs
+# (see `BudgetCap`) ends here instead of stalling the whole benchmark.
+SWEEP_TIME_LIMIT_S = 300
 
 
 def start_ray(num_cpus: int = 2) -> None:
-    """One local Ray for the whole benchmark, started with sweeplab's runtime env.
+    """One local Ray for the whole benchmark, started the way `sweeplab sweep` starts it.
 
     The workers import the problems from this repository (its root is on their path), and
     the Ray is this process's own: ``address="local"`` never joins another user's cluster.
     """
-    import ray
-
-    from sweeplab.engine._runner import _runtime_env
+    from sweeplab.engine._runner import start_local_ray
 
     os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
     os.environ.pop("RAY_ADDRESS", None)
-    runtime_env = _runtime_env(None, remote=False)
     paths = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-    runtime_env["env_vars"]["PYTHONPATH"] = os.pathsep.join(paths)
-    ray.init(
-        address="local",
+    os.environ["PYTHONPATH"] = os.pathsep.join(paths)  # inherited by Ray's worker processes
+    start_local_ray(
         num_cpus=num_cpus,
-        runtime_env=runtime_env,
         log_to_driver=False,
         include_dashboard=True,  # Train's utilities use the state API
         dashboard_host="127.0.0.1",
@@ -86,7 +84,7 @@ def run_one(
     from sweeplab.engine import SweepOptions, run_sweep
 
     storage.mkdir(parents=True, exist_ok=True)
-    cap = BudgetCap(str(storage / f"{name}.budget"), budget)
+    cap = BudgetCap(str(storage / f"{name}.budget"), budget, coast=strategy.pauses)
     sweep = Sweep(
         name=name,
         train_func=problem.make_train(iterations, strategy.checkpoint, cap),
@@ -98,6 +96,7 @@ def run_one(
         num_trials=trials,
         max_iterations=iterations,
         checkpoints_to_keep=1,
+        time_budget_s=SWEEP_TIME_LIMIT_S,
         seed=seed,
         warm_start=warm_start,
     )
@@ -117,4 +116,5 @@ def run_one(
         "trials": outcome.trials,
         "errored": outcome.errored,
         "wall_s": outcome.wall_s,
+        "hit_time_limit": outcome.wall_s >= SWEEP_TIME_LIMIT_S,
     }

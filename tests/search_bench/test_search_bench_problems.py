@@ -125,3 +125,23 @@ def test_trials_stop_once_the_sweep_budget_is_spent(
     assert len(reports) == 5  # a trial started after it trains one iteration, then ends
     assert all({"loss", "score", "wall"} <= set(r) for r in reports)
     assert reports[0]["loss"] != reports[0]["score"]  # noisy objective, noise-free score
+    make(BudgetCap(str(tmp_path / "budget"), 4, coast=True))(config)
+    assert len(reports) == 15  # HyperBand's trials run to the end, spent budget or not
+
+
+def test_digits_coasts_past_the_budget_without_training(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ray.train
+
+    from benchmarks.search._problems import DigitsTrain
+
+    reports: list[dict[str, Any]] = []
+    monkeypatch.setattr(ray.train, "report", lambda metrics, **_: reports.append(metrics))
+    monkeypatch.setattr(ray.train, "get_checkpoint", lambda: None)
+    config = {"lr": 0.1, "momentum": 0.5, "hidden": 16, "dropout": 0.1, "batch_size": 128}
+    DigitsTrain(4, False, BudgetCap(str(tmp_path / "budget"), 2, coast=True))(config)
+    losses = [r["loss"] for r in reports]
+    assert len(losses) == 4
+    assert losses[1] < losses[0] < 2.31  # trained: below chance level (ln 10)
+    assert losses[3] == losses[2] == losses[1]  # past the budget: reported, not trained

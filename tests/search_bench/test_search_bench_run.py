@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
         (["--strategies", "optuna+nope"], "unknown strategies"),
         (["--seeds", "0"], "--seeds must be >= 1"),
         (["--trial-factor", "0"], "--trial-factor must be >= 1"),
+        (["--warm", "sim,h7"], "unknown problem(s) in --warm"),
     ],
 )
 def test_bad_arguments_exit_2(
@@ -42,6 +43,22 @@ def test_quick_defaults_keep_the_committed_results() -> None:
     assert (full.seeds, full.trials, full.iterations) == (5, 10, 27)
     assert full.out == ROOT / "benchmarks" / "search" / "results" / "latest.json"
     assert full.images == ROOT / "docs" / "images"
+    assert full.warm == ["sim", "digits"]
+    assert parse_args(["--warm", ""]).warm == []
+
+
+def test_strategies_get_their_trials_and_schedulers() -> None:
+    from benchmarks.search._strategies import STRATEGIES, VARIANTS
+
+    assert STRATEGIES["random+fifo"].trials(10, 6) == 10
+    assert STRATEGIES["optuna+asha"].trials(10, 6) == 60
+    assert STRATEGIES["random+pbt"].trials(10, 6) == 10
+    assert STRATEGIES["optuna+hyperband"].trials(10, 6) == 10
+    assert STRATEGIES["optuna+asha"].make_scheduler(27) == "asha"
+    variant = VARIANTS["optuna+asha g1 rf4"].make_scheduler(27)
+    assert variant == "asha" and variant != "fifo"  # run by the engine like its own ASHA
+    assert variant._reduction_factor == 4 and variant._max_t == 27
+    assert variant is not VARIANTS["optuna+asha g1 rf4"].make_scheduler(27)  # fresh per sweep
 
 
 @pytest.mark.slow
@@ -51,7 +68,7 @@ def test_tiny_benchmark_run_writes_json_and_plots(tmp_path: Path) -> None:
     command = [
         sys.executable, "-m", "benchmarks.search", "--quick", "--problems", "h3", "--seeds", "1",
         "--trials", "3", "--iterations", "4", "--strategies", "random+fifo,optuna+asha",
-        "--out", str(out), "--images", str(images),
+        "--warm", "h3", "--out", str(out), "--images", str(images),
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     done = subprocess.run(
