@@ -234,7 +234,7 @@ def optuna_baseline(quick: bool) -> dict[str, Any]:
     params = (
         {"trials": 8, "epochs": 4, "compute_s": 0.1}
         if quick
-        else {"trials": 64, "epochs": 8, "compute_s": 0.25}
+        else {"trials": 128, "epochs": 8, "compute_s": 0.25}
     )
     base = run_arm("optuna_baseline", params, 900)
     ours = run_arm("optuna_sweeplab", params, 900)
@@ -291,7 +291,7 @@ def tracking_overhead(quick: bool) -> dict[str, Any]:
 
 
 def utilisation(quick: bool) -> dict[str, Any]:
-    params = {"trials": 4, "epochs": 2} if quick else {"trials": 8, "epochs": 4}
+    params = {"trials": 4, "epochs": 2} if quick else {"trials": 16, "epochs": 4}
     arm = run_arm("utilisation_sweeplab", params, 900)
     value = arm.get("utilisation")
     row = _row(
