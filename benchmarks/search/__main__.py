@@ -23,12 +23,12 @@ import statistics
 import tempfile
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from benchmarks.search._curves import anytime, fraction_to_reach, summarize
+from benchmarks.search._curves import anytime, fraction_to_reach, percentile, summarize
 from benchmarks.search._problems import PROBLEMS, Problem
 from benchmarks.search._run import ROOT, run_one, start_ray
 from benchmarks.search._strategies import BASELINE, STRATEGIES, VARIANTS, Strategy
@@ -106,32 +106,54 @@ def _analyse(result: dict[str, Any]) -> None:
         if run.get("final_best") is not None
     }
     result["targets"] = targets
+    # The same seed's target is the headline; one target for all seeds (their median) is a
+    # second view with less noise from a lucky or unlucky baseline.
+    common = percentile(list(targets.values()), 0.5)
+    result["common_target"] = common
     summaries: dict[str, Any] = {}
     for name, runs in result["runs"].items():
-        fractions = []
+        fractions, common_fractions = [], []
         for seed, run in runs.items():
             if seed not in targets or "steps" not in run:
                 continue
             run["fraction"] = fraction_to_reach(run["steps"], targets[seed], budget)
+            run["fraction_common"] = fraction_to_reach(run["steps"], common, budget)
             fractions.append(run["fraction"])
+            common_fractions.append(run["fraction_common"])
         finals = [run["final_best"] for run in runs.values() if run.get("final_best") is not None]
+        used = [run["budget_used"] / budget for run in runs.values() if "budget_used" in run]
         summaries[name] = {
             **summarize(fractions),
             "errors": sum(1 for run in runs.values() if run.get("error")),
             "final_best_median": statistics.median(finals) if finals else None,
+            "budget_used_median": statistics.median(used) if used else None,
+            "common_target": summarize(common_fractions),
         }
     result["summary"] = summaries
     warm = result.get("warm")
     if warm:
         cold = result["runs"].get("optuna+asha", {})
-        paired: dict[str, list[float | None]] = {"warm": [], "cold": []}
+        paired: dict[str, list[float | None]] = {
+            key: [] for key in ("warm", "cold", "warm_common", "cold_common")
+        }
         for seed, run in warm["runs"].items():
             if seed not in targets or "steps" not in run or "steps" not in cold.get(seed, {}):
                 continue
             run["fraction"] = fraction_to_reach(run["steps"], targets[seed], budget)
+            run["fraction_common"] = fraction_to_reach(run["steps"], common, budget)
             paired["warm"].append(run["fraction"])
             paired["cold"].append(cold[seed].get("fraction"))
+            paired["warm_common"].append(run["fraction_common"])
+            paired["cold_common"].append(cold[seed].get("fraction_common"))
         warm["summary"] = {key: summarize(values) for key, values in paired.items()}
+        warm["summary"]["warm"]["common_target"] = warm["summary"].pop("warm_common")
+        warm["summary"]["cold"]["common_target"] = warm["summary"].pop("cold_common")
+        runs = [run for run in warm["runs"].values() if "steps" in run]
+        finals = [run["final_best"] for run in runs if run.get("final_best") is not None]
+        warm["summary"]["warm"]["final_best_median"] = statistics.median(finals) if finals else None
+        warm["summary"]["warm"]["budget_used_median"] = (
+            statistics.median(run["budget_used"] / budget for run in runs) if runs else None
+        )
 
 
 def _fmt_fraction(value: float | None) -> str:
@@ -153,11 +175,19 @@ def _headline_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def _fmt_common(summary: dict[str, Any] | None) -> str:
+    if not summary:
+        return "-"
+    return f"{_fmt_fraction(summary['median'])}, {summary['reached']}/{summary['seeds']}"
+
+
 def render(rows: list[dict[str, Any]]) -> Any:
     from rich.table import Table
 
     table = Table(title="fraction of random + FIFO's budget needed to reach its final best")
-    for column in ["problem", "strategy", "median", "IQR", "min-max", "reached", "final best"]:
+    columns = ["problem", "strategy", "median", "IQR", "min-max", "reached", "used", "final best"]
+    columns.append("common target")
+    for column in columns:
         table.add_column(column, justify="left" if column in ("problem", "strategy") else "right")
     for row in rows:
         final = row.get("final_best_median")
@@ -169,7 +199,9 @@ def render(rows: list[dict[str, Any]]) -> Any:
             f"{_fmt_fraction(row['min'])}-{_fmt_fraction(row['max'])}",
             f"{row['reached']}/{row['seeds']}"
             + (f" ({row['errors']} failed)" if row.get("errors") else ""),
+            _fmt_fraction(row.get("budget_used_median")),
             "-" if final is None else f"{final:.4f}",
+            _fmt_common(row.get("common_target")),
         )
     return table
 
@@ -189,10 +221,15 @@ def _run_safely(label: str, console: Any, **kwargs: Any) -> dict[str, Any] | Non
     return run
 
 
+def _done(record: dict[str, Any] | None) -> bool:
+    return record is not None and "steps" in record
+
+
 def run_problem(
     problem: Problem,
     seeds: Sequence[int],
     *,
+    result: dict[str, Any],
     trials: int,
     iterations: int,
     trial_factor: int,
@@ -200,95 +237,102 @@ def run_problem(
     warm: bool,
     storage: Path,
     console: Any,
-) -> dict[str, Any]:
+    save: Callable[[], None],
+) -> None:
+    """Runs the problem's sweeps into ``result`` (runs already in it are kept: ``--resume``)."""
     budget = trials * iterations
-    result: dict[str, Any] = {
-        "title": problem.title,
-        "optimum": problem.optimum,
-        "trials": trials,
-        "iterations": iterations,
-        "budget": budget,
-        "runs": {},
-    }
-    strategies = _strategies_for(problem, strategy_names)
+    result.update(
+        title=problem.title,
+        optimum=problem.optimum,
+        trials=trials,
+        iterations=iterations,
+        budget=budget,
+    )
+    runs = result.setdefault("runs", {})
     for seed in seeds:
-        for strategy in strategies:
-            count = strategy.trials(trials, trial_factor)
+        for strategy in _strategies_for(problem, strategy_names):
+            if _done(runs.get(strategy.name, {}).get(str(seed))):
+                continue
             run = _run_safely(
                 f"{problem.name} {strategy.name} seed {seed}",
                 console,
                 problem=problem,
                 strategy=strategy,
                 seed=seed,
-                trials=count,
+                trials=strategy.trials(trials, trial_factor),
                 iterations=iterations,
                 budget=budget,
                 storage=storage,
                 name=_slug(f"{problem.name}-{strategy.name}-s{seed}"),
             )
             record = {"error": True} if run is None else _record(run, budget, iterations)
-            result["runs"].setdefault(strategy.name, {})[str(seed)] = record
-    if warm and "optuna+asha" in result["runs"]:
-        result["warm"] = _warm_runs(
-            problem, seeds, trials, iterations, trial_factor, budget, storage, console
+            runs.setdefault(strategy.name, {})[str(seed)] = record
+            save()
+    if warm and "optuna+asha" in runs:
+        out = result.setdefault(
+            "warm", {"source_seed_offset": WARM_SOURCE_SEED, "runs": {}, "sources": {}}
         )
+        for seed in seeds:
+            if not _done(out["runs"].get(str(seed))):
+                _warm_runs(
+                    problem,
+                    seed,
+                    out,
+                    trials=trials * trial_factor,
+                    iterations=iterations,
+                    budget=budget,
+                    storage=storage,
+                    console=console,
+                )
+                save()
     _analyse(result)
-    return result
 
 
 def _warm_runs(
     problem: Problem,
-    seeds: Sequence[int],
+    seed: int,
+    out: dict[str, Any],
+    *,
     trials: int,
     iterations: int,
-    trial_factor: int,
     budget: int,
     storage: Path,
     console: Any,
-) -> dict[str, Any]:
-    """Optuna TPE + ASHA warm-started from an earlier cold sweep (another seed), per seed.
+) -> None:
+    """Optuna TPE + ASHA warm-started from an earlier cold sweep of another seed, into ``out``.
 
     Both sweeps are tracked into one temporary SQLite store; the warm sweep names the earlier
     one in `warm_start`. The cold comparison is the untracked `optuna+asha` run of the seed.
     """
-    strategy = STRATEGIES["optuna+asha"]
-    tracking_uri = f"sqlite:///{storage / 'mlflow.db'}"
-    out: dict[str, Any] = {"source_seed_offset": WARM_SOURCE_SEED, "runs": {}, "sources": {}}
-    for seed in seeds:
-        source = _slug(f"{problem.name}-cold-source-s{seed}")
-        common = {
-            "problem": problem,
-            "strategy": strategy,
-            "trials": trials * trial_factor,
-            "iterations": iterations,
-            "budget": budget,
-            "storage": storage,
-            "tracking_uri": tracking_uri,
-        }
-        ran = _run_safely(
-            f"{problem.name} warm-start source seed {WARM_SOURCE_SEED + seed}",
-            console,
-            seed=WARM_SOURCE_SEED + seed,
-            name=source,
-            **common,
-        )
-        out["sources"][str(seed)] = (
-            {"error": True} if ran is None else _record(ran, budget, iterations)
-        )
-        if ran is None:
-            continue
-        ran = _run_safely(
-            f"{problem.name} optuna+asha warm-started seed {seed}",
-            console,
-            seed=seed,
-            name=_slug(f"{problem.name}-warm-s{seed}"),
-            warm_start=source,
-            **common,
-        )
-        out["runs"][str(seed)] = (
-            {"error": True} if ran is None else _record(ran, budget, iterations)
-        )
-    return out
+    source = _slug(f"{problem.name}-cold-source-s{seed}")
+    common = {
+        "problem": problem,
+        "strategy": STRATEGIES["optuna+asha"],
+        "trials": trials,
+        "iterations": iterations,
+        "budget": budget,
+        "storage": storage,
+        "tracking_uri": f"sqlite:///{storage / 'mlflow.db'}",
+    }
+    ran = _run_safely(
+        f"{problem.name} warm-start source seed {WARM_SOURCE_SEED + seed}",
+        console,
+        seed=WARM_SOURCE_SEED + seed,
+        name=source,
+        **common,
+    )
+    out["sources"][str(seed)] = {"error": True} if ran is None else _record(ran, budget, iterations)
+    if ran is None:
+        return
+    ran = _run_safely(
+        f"{problem.name} optuna+asha warm-started seed {seed}",
+        console,
+        seed=seed,
+        name=_slug(f"{problem.name}-warm-s{seed}"),
+        warm_start=source,
+        **common,
+    )
+    out["runs"][str(seed)] = {"error": True} if ran is None else _record(ran, budget, iterations)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -311,6 +355,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help=f"problems with the warm-start runs ({','.join(WARM_PROBLEMS)}; '' for none)",
     )
     parser.add_argument("--out", type=Path, help="the JSON (default results/latest.json)")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the finished runs of the JSON at --out and run only the missing ones",
+    )
+    parser.add_argument(
+        "--from-json",
+        type=Path,
+        help="run no sweep: analyse and plot the runs of an earlier JSON again (into --out)",
+    )
     parser.add_argument("--images", type=Path, help="folder of the PNGs (default docs/images)")
     args = parser.parse_args(argv)
     problems = args.problems.split(",") if args.problems else list(PROBLEMS)
@@ -342,12 +396,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> int:
-    from rich.console import Console
-
-    args = parse_args(argv)
-    console = Console()
-    report: dict[str, Any] = {
+def _new_report(args: argparse.Namespace) -> dict[str, Any]:
+    return {
         "quick": args.quick,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "settings": {
@@ -365,20 +415,58 @@ def main(argv: list[str] | None = None) -> int:
             "platform": platform.platform(),
             "python": platform.python_version(),
             "versions": _versions(),
-            "loadavg_start": os.getloadavg(),
         },
+        "sessions": [],
         "problems": {},
     }
+
+
+def _resumed_report(args: argparse.Namespace) -> dict[str, Any]:
+    """The JSON at ``--out`` with its finished runs, to run only what it lacks."""
+    if not args.out.exists():
+        return _new_report(args)
+    report: dict[str, Any] = json.loads(args.out.read_text())
+    sizes = {key: report["settings"][key] for key in ("trials", "iterations", "trial_factor")}
+    wanted = {"trials": args.trials, "iterations": args.iterations}
+    wanted["trial_factor"] = args.trial_factor
+    if sizes != wanted:
+        raise SystemExit(f"--resume: {args.out} was run with {sizes}, not {wanted}.")
+    report["settings"]["seeds"] = sorted(set(report["settings"]["seeds"]) | set(range(args.seeds)))
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    from rich.console import Console
+
+    args = parse_args(argv)
+    console = Console(width=140)
+    if args.from_json:
+        earlier: dict[str, Any] = json.loads(args.from_json.read_text())
+        for result in earlier["problems"].values():
+            _analyse(result)
+        return _finish(earlier, args, console)
+    report = _resumed_report(args) if args.resume else _new_report(args)
+    session: dict[str, Any] = {
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "loadavg_start": os.getloadavg(),
+    }
+    report["sessions"].append(session)
     console.print(f"load average at start: {os.getloadavg()}")
     begin = time.perf_counter()
+
+    def save() -> None:  # after every sweep: a crash (or a lost Ray) keeps what was run
+        session["seconds"] = round(time.perf_counter() - begin, 1)
+        _write(report, args.out)
+
     with tempfile.TemporaryDirectory(prefix="sweeplab-search-bench-") as tmp:
         os.chdir(tmp)  # MLflow's and Ray's side files land in the temporary folder
         start_ray()
         for name in args.problems:
             console.print(f"[bold]{name}[/bold]: {PROBLEMS[name].title}")
-            report["problems"][name] = run_problem(
+            run_problem(
                 PROBLEMS[name],
                 list(range(args.seeds)),
+                result=report["problems"].setdefault(name, {}),
                 trials=args.trials,
                 iterations=args.iterations,
                 trial_factor=args.trial_factor,
@@ -386,25 +474,31 @@ def main(argv: list[str] | None = None) -> int:
                 warm=name in args.warm,
                 storage=Path(tmp) / "runs",
                 console=console,
+                save=save,
             )
-            _write(report, args.out)  # partial results survive a crash
         import ray
 
         ray.shutdown()
         os.chdir(ROOT)
-    report["machine"]["loadavg_end"] = os.getloadavg()
-    report["total_s"] = round(time.perf_counter() - begin, 1)
-    report["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    session["loadavg_end"] = os.getloadavg()
+    session["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    save()
+    return _finish(report, args, console)
+
+
+def _finish(report: dict[str, Any], args: argparse.Namespace, console: Any) -> int:
+    """The table, the plots and the JSON of a finished (or reloaded) benchmark."""
     report["headline"] = _headline_rows(report)
     console.print(render(report["headline"]))
     from benchmarks.search._plots import plot_all
 
     report["images"] = [str(p) for p in plot_all(report, args.images)]
     _write(report, args.out)
-    console.print(
-        f"total {report['total_s']:.0f} s; load average at start "
-        f"{report['machine']['loadavg_start']}, at end {report['machine']['loadavg_end']}"
-    )
+    for session in report.get("sessions", []):
+        console.print(
+            f"session {session['started']}: {session.get('seconds', 0):.0f} s; load average "
+            f"at start {session['loadavg_start']}, at end {session.get('loadavg_end')}"
+        )
     console.print(f"wrote {args.out} and {len(report['images'])} PNG(s) in {args.images}")
     return 0
 

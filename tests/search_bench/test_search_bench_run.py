@@ -97,7 +97,8 @@ def test_tiny_benchmark_run_writes_json_and_plots(tmp_path: Path) -> None:
     assert summary["seeds"] == 1 and summary["reached"] in (0, 1)
     assert (summary["median"] is None) == (summary["reached"] == 0)  # never reached: null
     assert h3["warm"]["summary"]["warm"]["seeds"] == 1
-    assert report["machine"]["loadavg_start"] and report["total_s"] > 0
+    (session,) = report["sessions"]
+    assert session["loadavg_start"] and session["loadavg_end"] and session["seconds"] > 0
     assert {row["strategy"] for row in report["headline"]} >= {"random+fifo", "optuna+asha"}
 
     names = {"search-h3.png", "search-headline.png", "search-warm.png"}
@@ -105,3 +106,16 @@ def test_tiny_benchmark_run_writes_json_and_plots(tmp_path: Path) -> None:
     for name in names:
         data = (images / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+    # --resume runs only what the JSON lacks: here the lost baseline run.
+    del report["problems"]["h3"]["runs"]["random+fifo"]["0"]
+    out.write_text(json.dumps(report))
+    done = subprocess.run(
+        [*command, "--resume"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=280
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "h3 random+fifo seed 0" in done.stdout and "optuna+asha seed 0" not in done.stdout
+    resumed = json.loads(out.read_text())
+    assert len(resumed["sessions"]) == 2
+    assert resumed["problems"]["h3"]["runs"]["random+fifo"]["0"]["budget_used"] == 12
+    assert resumed["problems"]["h3"]["runs"]["optuna+asha"] == h3["runs"]["optuna+asha"]
