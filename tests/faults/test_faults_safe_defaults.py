@@ -39,7 +39,9 @@ def test_local_ray_dashboard_binds_to_loopback(
     with pytest.raises(_Stop):
         run_sweep(load_spec(spec), options)
     assert seen["dashboard_host"] == "127.0.0.1"
-    assert seen["address"] is None
+    # Without --address a sweep starts its own local Ray; it never joins another one by chance.
+    assert seen["address"] == "local"
+    assert "runtime_env" not in seen  # the settings travel in the environment (prestarted workers)
     assert "_system_config" not in seen
 
 
