@@ -42,6 +42,10 @@ GOAL = 1 / 3  # Optuna TPE + ASHA should need at most a third of random + FIFO's
 # Warm start is shown on the simulator and on digits (real training); on Hartmann it is the
 # same story told twice more, at a fifth of the benchmark's time.
 WARM_PROBLEMS = ("sim", "digits")
+# --quick: the two cheapest problems of different kinds, without the two strategies whose
+# sweeps restart a trial actor per trial or exploit (minutes each even at the small size).
+QUICK_PROBLEMS = ("h3", "sim")
+QUICK_SKIPS = ("optuna+hyperband", "random+pbt")
 
 
 def _slug(text: str) -> str:
@@ -172,6 +176,24 @@ def _headline_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
             rows.append(
                 {"problem": problem, "strategy": "optuna+asha, warm-started", **warm["warm"]}
             )
+    return rows + _pooled_rows(report)
+
+
+def _pooled_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each strategy over every seed of every synthetic problem it ran on: 15 runs, not 5."""
+    synthetic = [n for n in report["problems"] if n in PROBLEMS and PROBLEMS[n].synthetic]
+    if len(synthetic) < 2:
+        return []
+    label = "+".join(synthetic)
+    rows = []
+    for name in [*STRATEGIES, *VARIANTS]:
+        results = [report["problems"][n] for n in synthetic]
+        if not all(name in r.get("runs", {}) for r in results):
+            continue
+        runs = [run for r in results for run in r["runs"][name].values() if "steps" in run]
+        summary = summarize([run.get("fraction") for run in runs])
+        common = summarize([run.get("fraction_common") for run in runs])
+        rows.append({"problem": label, "strategy": name, **summary, "common_target": common})
     return rows
 
 
@@ -337,9 +359,15 @@ def _warm_runs(
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.search", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="small sizes (a couple of minutes)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a smoke test of a few minutes: small sizes, h3 and sim, no HyperBand or PBT",
+    )
     parser.add_argument("--seeds", type=int, help="seeds per strategy (5; --quick: 2)")
-    parser.add_argument("--problems", help=f"comma-separated subset of: {','.join(PROBLEMS)}")
+    parser.add_argument(
+        "--problems", help=f"comma-separated subset of: {','.join(PROBLEMS)} (--quick: h3,sim)"
+    )
     parser.add_argument("--strategies", help="comma-separated subset of the strategies' names")
     parser.add_argument("--trials", type=int, help="random + FIFO's trials N (10; --quick: 6)")
     parser.add_argument("--iterations", type=int, help="iterations R of a trial (27; --quick: 9)")
@@ -367,6 +395,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--images", type=Path, help="folder of the PNGs (default docs/images)")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.problems = args.problems or ",".join(QUICK_PROBLEMS)
+        args.strategies = args.strategies or ",".join(
+            name for name in [*STRATEGIES, *VARIANTS] if name not in QUICK_SKIPS
+        )
     problems = args.problems.split(",") if args.problems else list(PROBLEMS)
     unknown = set(problems) - set(PROBLEMS)
     if unknown:

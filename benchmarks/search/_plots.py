@@ -23,26 +23,36 @@ _COLORS = {
 _NEVER = 1.1  # where a never-reached fraction is drawn
 
 
-def _band(runs: Sequence[dict[str, Any]], xs: Any, axis: int, ends: bool) -> Any:
-    """Median and quartiles over runs of the anytime curve at each x (NaN where undefined)."""
+def _band(runs: Sequence[dict[str, Any]], xs: Any, axis: int) -> Any:
+    """Median and quartiles over runs of the anytime curve at each x.
+
+    NaN until every run has reported (so the median is over the same runs throughout); a run
+    that has ended holds its final value. Against time (``axis=1``) each run's clock starts at
+    its first report (Ray's and Tune's start-up, the same for every strategy, left out), and
+    the band stops at the median time the runs spent their budget.
+    """
     import numpy as np
 
-    rows = []
-    for run in runs:
-        end = run.get("seconds_at_budget") if axis == 1 else run.get("budget_used")
-        row = [best_at(run["steps"], x, axis) for x in xs]
-        if ends and end is not None:
-            row = [v if x <= end else math.nan for x, v in zip(xs, row, strict=True)]
-        rows.append(row)
-    values = np.array(rows, dtype=float)
+    starts = [run["steps"][0][1] if axis == 1 else 0.0 for run in runs]
+    values = np.array(
+        [
+            [best_at(run["steps"], x + t0, axis) for x in xs]
+            for run, t0 in zip(runs, starts, strict=True)
+        ],
+        dtype=float,
+    )
     out: list[tuple[float, ...]] = []
     for column in values.T:
-        present = [v for v in column if not math.isnan(v)]
-        if len(present) * 2 < len(column):
+        if any(math.isnan(v) for v in column):
             out.append((math.nan, math.nan, math.nan))
         else:
-            out.append(tuple(percentile(present, q) for q in (0.5, 0.25, 0.75)))
-    return np.array(out).T
+            out.append(tuple(percentile(list(column), q) for q in (0.5, 0.25, 0.75)))
+    band = np.array(out).T
+    if axis == 1:
+        ends = [run["seconds_at_budget"] - t0 for run, t0 in zip(runs, starts, strict=True)]
+        if ends:
+            band[:, np.asarray(xs) > percentile(ends, 0.5)] = math.nan
+    return band
 
 
 def _valid(runs: dict[str, Any]) -> list[dict[str, Any]]:
@@ -64,16 +74,16 @@ def _plot_problem(name: str, result: dict[str, Any], path: Path) -> Path:
         ),
         default=1.0,
     )
-    ts = np.linspace(0.0, last_second, 300)
+    ts = np.concatenate([[0.0], np.geomspace(0.1, max(last_second, 1.0), 400)])
     for strategy in STRATEGIES:
         runs = _valid(result["runs"].get(strategy, {}))
         if not runs:
             continue
         color = _COLORS.get(strategy)
-        median, low, high = _band(runs, xs, 0, ends=False)
+        median, low, high = _band(runs, xs, 0)
         by_budget.plot(xs / budget, median, color=color, label=strategy)
         by_budget.fill_between(xs / budget, low, high, color=color, alpha=0.12)
-        median, low, high = _band(runs, ts, 1, ends=True)
+        median, low, high = _band(runs, ts, 1)
         by_time.plot(ts, median, color=color, label=strategy)
         by_time.fill_between(ts, low, high, color=color, alpha=0.12)
     targets = list(result.get("targets", {}).values())
@@ -90,9 +100,11 @@ def _plot_problem(name: str, result: dict[str, Any], path: Path) -> Path:
     _zoom(by_time, result)
     by_budget.axvline(1 / 3, color="tab:blue", ls=":", lw=0.8)
     by_budget.set_xlabel("budget consumed (fraction of random + FIFO's N x R iterations)")
-    by_time.set_xlabel("wall time since the sweep started (s)")
+    by_time.set_xscale("symlog", linthresh=1.0)
+    by_time.set_xlim(left=0.0)
+    by_time.set_xlabel("wall time since the sweep's first report (s, log scale; loaded machine)")
     by_budget.legend(fontsize=8)
-    fig.suptitle(f"{result['title']}: median over seeds, band = interquartile range")
+    fig.suptitle(f"{result['title']}: median over seeds, band = interquartile range", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -110,10 +122,12 @@ def _zoom(axis: Any, result: dict[str, Any]) -> None:
     targets = list(result.get("targets", {}).values())
     if not finals or not targets:
         return
+    firsts = [run["steps"][0][2] for runs in result["runs"].values() for run in _valid(runs)]
     low = min(finals + ([result["optimum"]] if result.get("optimum") is not None else []))
     target = percentile(targets, 0.5)
     if target > low:
-        axis.set_ylim(low - 0.1 * (target - low), target + 2.5 * (target - low))
+        high = min(target + 2.5 * (target - low), max(firsts, default=math.inf))
+        axis.set_ylim(low - 0.1 * (target - low), max(high, target) + 0.1 * (target - low))
 
 
 def _fraction_points(runs: dict[str, Any]) -> list[float]:
@@ -146,8 +160,12 @@ def _plot_headline(report: dict[str, Any], path: Path) -> Path:
         axis.set_ylim(0, _NEVER + 0.1)
         axis.set_title(result["title"], fontsize=9)
         axis.grid(alpha=0.3, axis="y")
-    axes[0][0].set_ylabel("fraction of random + FIFO's budget to reach its final best")
-    fig.suptitle("budget needed per seed (dots) and its median (bar); dotted: the 1/3 goal")
+    axes[0][0].set_ylabel("budget to reach the target (fraction of N x R)")
+    fig.suptitle(
+        "budget to reach random + FIFO's final best, per seed (dots) and median (bar); "
+        "dotted: the 1/3 goal",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -177,8 +195,11 @@ def _plot_variants(report: dict[str, Any], path: Path) -> Path | None:
         axis.set_ylim(0, _NEVER + 0.1)
         axis.set_title(result["title"], fontsize=9)
         axis.grid(alpha=0.3, axis="y")
-    axes[0][0].set_ylabel("fraction of random + FIFO's budget to reach its final best")
-    fig.suptitle("Optuna TPE + ASHA: grace period (g) and reduction factor (rf); top = never")
+    axes[0][0].set_ylabel("budget to reach the target (fraction of N x R)")
+    fig.suptitle(
+        "Optuna TPE + ASHA by grace period (g) and reduction factor (rf); top line: never",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -204,7 +225,7 @@ def _plot_warm(report: dict[str, Any], path: Path) -> Path | None:
             valid = _valid(runs)
             if not valid:
                 continue
-            median, low, high = _band(valid, xs, 0, ends=False)
+            median, low, high = _band(valid, xs, 0)
             axis.plot(xs / budget, median, color=color, label=label)
             axis.fill_between(xs / budget, low, high, color=color, alpha=0.15)
         targets = list(result.get("targets", {}).values())
@@ -216,7 +237,10 @@ def _plot_warm(report: dict[str, Any], path: Path) -> Path | None:
         axis.grid(alpha=0.3)
     axes[0][0].set_ylabel("best score so far")
     axes[0][0].legend(fontsize=8)
-    fig.suptitle("warm start from an earlier cold sweep (another seed) vs cold: median, IQR")
+    fig.suptitle(
+        "optuna+asha warm-started from an earlier sweep (another seed) vs cold: median, IQR",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)

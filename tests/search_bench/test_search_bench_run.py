@@ -37,6 +37,8 @@ def test_bad_arguments_exit_2(
 def test_quick_defaults_keep_the_committed_results() -> None:
     args = parse_args(["--quick"])
     assert (args.seeds, args.trials, args.iterations) == (2, 6, 9)
+    assert args.problems == ["h3", "sim"]
+    assert "optuna+asha" in args.strategies and "random+pbt" not in args.strategies
     assert args.out.name == "quick.json"
     assert args.images.name == "quick-images"
     full = parse_args([])
