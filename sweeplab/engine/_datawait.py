@@ -10,7 +10,6 @@ since the previous report, over the seconds elapsed since the first fetch after 
 
 from __future__ import annotations
 
-import functools
 import inspect
 import threading
 import time
@@ -91,28 +90,14 @@ def install() -> None:
     with _INSTALL_LOCK:
         if _INSTALLED:
             return
-        from ray.train.torch.train_loop_utils import _WrappedDataLoader
+        from sweeplab.engine._ray_compat import time_prepared_loader_fetches
 
-        fetch = _WrappedDataLoader._prefetch_next_batch
-        start = _WrappedDataLoader.__iter__
+        def on_fetch(seconds: float, exhausted: bool) -> None:
+            METER.add(seconds)
+            if exhausted:
+                METER.end()
 
-        @functools.wraps(fetch)
-        def _prefetch_next_batch(self: Any) -> None:
-            began = time.perf_counter()
-            try:
-                fetch(self)
-            finally:
-                METER.add(time.perf_counter() - began)
-                if self.next_batch is None:  # the epoch's data is exhausted
-                    METER.end()
-
-        @functools.wraps(start)
-        def __iter__(self: Any) -> Any:
-            METER.begin()
-            return start(self)
-
-        _WrappedDataLoader._prefetch_next_batch = _prefetch_next_batch
-        _WrappedDataLoader.__iter__ = __iter__
+        time_prepared_loader_fetches(on_epoch_start=METER.begin, on_fetch=on_fetch)
         _INSTALLED = True
 
 
@@ -132,15 +117,9 @@ class MeasureDataWait:
         self.takes_config = bool(inspect.signature(train_func).parameters)
 
     def __call__(self, config: dict[str, Any]) -> Any:
-        from ray.train.v2._internal.execution.train_fn_utils import get_train_fn_utils
+        from sweeplab.engine._ray_compat import transform_reported_metrics
 
         install()
         METER.reset()
-        utils = get_train_fn_utils()
-        report = utils.report
-
-        def report_with_wait(metrics: dict[str, Any], *rest: Any, **kwargs: Any) -> Any:
-            return report(with_data_wait(metrics), *rest, **kwargs)
-
-        utils.report = report_with_wait
+        transform_reported_metrics(with_data_wait)
         return self.train_func(config) if self.takes_config else self.train_func()

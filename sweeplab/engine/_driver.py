@@ -133,12 +133,9 @@ class StartFromCheckpoint:
         self.takes_config = bool(inspect.signature(train_func).parameters)
 
     def __call__(self, config: dict[str, Any]) -> Any:
-        import ray.train
-        from ray.train.v2._internal.execution.context import get_train_context
+        from sweeplab.engine._ray_compat import start_worker_from_checkpoint
 
-        context = get_train_context()
-        if context.checkpoint is None:
-            context.checkpoint = ray.train.Checkpoint(self.checkpoint_path)
+        start_worker_from_checkpoint(self.checkpoint_path)
         return self.train_func(config) if self.takes_config else self.train_func()
 
 
@@ -249,11 +246,13 @@ def abort_running_groups(timeout_s: float = 10.0) -> None:
     """
     import ray
 
+    from sweeplab.engine._ray_compat import abort_train_controller
+
     refs = []
     while _RUNNING_CONTROLLERS:
         controller = _RUNNING_CONTROLLERS.pop()
         with contextlib.suppress(Exception):
-            refs.append(controller.abort.remote())
+            refs.append(abort_train_controller(controller))
     if refs:
         with contextlib.suppress(Exception):
             ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
@@ -262,9 +261,10 @@ def abort_running_groups(timeout_s: float = 10.0) -> None:
 def make_trainable(settings: TrialSettings) -> Any:
     """The Tune trainable class of a sweep: `run_trial` that aborts its group when stopped."""
     import ray.tune
-    from ray.tune.trainable.function_trainable import wrap_function
 
-    base = wrap_function(ray.tune.with_parameters(run_trial, settings=settings))
+    from sweeplab.engine._ray_compat import function_trainable_class
+
+    base = function_trainable_class(ray.tune.with_parameters(run_trial, settings=settings))
 
     class SweeplabTrial(base):  # type: ignore[misc, valid-type]
         def cleanup(self) -> None:

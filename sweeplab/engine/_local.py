@@ -18,11 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ray.train.v2._internal.execution.train_fn_utils import LocalTrainFnUtils, set_train_fn_utils
-
 from sweeplab.engine._datawait import METER as DATA_WAIT_METER
 from sweeplab.engine._datawait import install as install_data_wait
 from sweeplab.engine._datawait import with_data_wait
+from sweeplab.engine._ray_compat import disable_tune_session_guard, route_train_calls_in_process
 
 __all__ = ["run_in_trial"]
 
@@ -59,23 +58,6 @@ class _CheckpointShelf:
         return destination
 
 
-class _TuneRoutedTrainFnUtils(LocalTrainFnUtils):
-    """Train's local-mode utilities whose `report` reports to the Tune trial."""
-
-    def __init__(self, *, experiment_name: str, restored: Any, reporter: Callable[..., Any]):
-        super().__init__(experiment_name=experiment_name)
-        self._last_checkpoint = restored
-        self._reporter = reporter
-
-    def report(
-        self, metrics: dict[str, Any], checkpoint: Any = None, *args: Any, **kw: Any
-    ) -> None:
-        persisted = self._reporter(dict(metrics), checkpoint)
-        self._last_metrics = metrics
-        if persisted is not None:
-            self._last_checkpoint = persisted
-
-
 def run_in_trial(
     train_func: Callable[..., Any],
     user_config: dict[str, Any],
@@ -88,11 +70,10 @@ def run_in_trial(
     """Runs `train_func(user_config)` in this Tune trial, as a one-worker Ray Train group would."""
     import ray.train
     import ray.tune
-    from ray.tune.trainable import trainable_fn_utils
 
     # Train's APIs refuse to run where a Tune session is active (ray#49454); this process is
     # this trial's own actor, and its reports are routed to Tune right here.
-    trainable_fn_utils._in_tune_session = lambda: False
+    disable_tune_session_guard()
 
     restored = ray.tune.get_checkpoint()
     if restored is not None:
@@ -114,7 +95,7 @@ def run_in_trial(
         ray.tune.report(metrics, checkpoint=ray.tune.Checkpoint(str(path)))
         return ray.train.Checkpoint(str(path))
 
-    set_train_fn_utils(
-        _TuneRoutedTrainFnUtils(experiment_name=run_folder.name, restored=restored, reporter=report)
+    route_train_calls_in_process(
+        experiment_name=run_folder.name, restored=restored, reporter=report
     )
     train_func(user_config)

@@ -22,22 +22,15 @@ logger = logging.getLogger(__name__)
 def remove_orphaned_groups() -> int:
     """Removes placement groups whose creating actor is dead; returns how many."""
     import ray
-    from ray._private.state import state
-    from ray.core.generated import gcs_pb2
     from ray.util.placement_group import PlacementGroup, remove_placement_group
 
+    from sweeplab.engine._ray_compat import placement_groups_with_creators
+
     removed = 0
-    accessor = state._connect_and_get_accessor()
-    for raw in accessor.get_placement_group_table():
-        info = gcs_pb2.PlacementGroupTableData.FromString(raw)
+    for info in placement_groups_with_creators():
         # Tune's own groups are created by the driver process, not by an actor.
         created_by_actor = not ray.ActorID(info.creator_actor_id).is_nil()
-        if (
-            info.is_detached
-            or not created_by_actor
-            or not info.creator_actor_dead
-            or info.state == gcs_pb2.PlacementGroupTableData.REMOVED
-        ):
+        if info.is_detached or not created_by_actor or not info.creator_actor_dead or info.removed:
             continue
         remove_placement_group(PlacementGroup(ray.PlacementGroupID(info.placement_group_id)))
         removed += 1

@@ -13,6 +13,7 @@ from typing import Any
 import ray.cloudpickle as pickle
 from ray.tune.search import Searcher
 
+from sweeplab.engine._ray_compat import hyperopt_trials, optuna_study
 from sweeplab.space import Space
 
 __all__ = ["WarmStartSearcher"]
@@ -112,7 +113,7 @@ def _add_to_optuna(inner: Any, space: Space, config: dict[str, Any], value: floa
     trial = optuna.trial.create_trial(
         params=fixed.params, distributions=fixed.distributions, value=value
     )
-    inner._ot_study.add_trial(trial)
+    optuna_study(inner).add_trial(trial)
 
 
 def _add_to_hyperopt(inner: Any, space: Space, config: dict[str, Any], value: float) -> None:
@@ -120,7 +121,7 @@ def _add_to_hyperopt(inner: Any, space: Space, config: dict[str, Any], value: fl
 
     from sweeplab.space._hyperopt import encode_for_hyperopt
 
-    trials, domain = inner._hpopt_trials, inner.domain
+    trials, domain = hyperopt_trials(inner), inner.domain
     vals = encode_for_hyperopt(space, config)
     (tid,) = trials.new_trial_ids(1)
     # Every label of the space must appear; those of branches not chosen are empty (TPE reads

@@ -62,9 +62,9 @@ def cluster_status(address: str) -> list[NodeStatus]:
     try:
         free_by_node: dict[str, Mapping[str, float]] | None
         try:
-            from ray._private.state import available_resources_per_node
+            from sweeplab.engine._ray_compat import free_resources_per_node
 
-            free_by_node = available_resources_per_node()
+            free_by_node = free_resources_per_node()
         except Exception:  # a private API: the table then shows totals only
             free_by_node = None
         nodes = []
