@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import math
 import re
 import sys
 import traceback
@@ -16,6 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from sweeplab._numbers import is_finite_number
 from sweeplab.errors import SpecError
 
 __all__ = [
@@ -34,10 +34,6 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -82,6 +78,12 @@ class Sweep:
             ``min(5, max(1, num_trials // 4))``). Or a list of config dicts of this space, used
             as given. With the ``random``, ``optuna`` and ``hyperopt`` searchers (or a configured
             one); see docs/search_spaces.md.
+        reuse_groups: Run the trials on warm trial slots (default): as many long-lived trainer
+            groups as trials run at once, each running one trial after another, so a trial
+            starts at once instead of paying for a new group. Module globals and RNG state
+            persist in a worker between trials; sweeplab reseeds nothing unless
+            ``train_func`` does. ``False``: a new trainer group per trial. An elastic
+            ``workers_per_trial=(min, max)`` always gets a group per trial.
     """
 
     name: str
@@ -108,6 +110,7 @@ class Sweep:
     rank_by: str = "best"
     register_model: str | None = None
     warm_start: Any = None
+    reuse_groups: bool = True
 
     def __post_init__(self) -> None:
         from sweeplab.space import Space
@@ -140,15 +143,17 @@ class Sweep:
         self._check_workers()
         if not isinstance(self.use_gpu, bool):
             _fail("use_gpu", "must be True or False", self.use_gpu)
-        if not _is_number(self.cpus_per_worker) or self.cpus_per_worker < 0:
+        if not isinstance(self.reuse_groups, bool):
+            _fail("reuse_groups", "must be True or False", self.reuse_groups)
+        if not is_finite_number(self.cpus_per_worker) or self.cpus_per_worker < 0:
             _fail("cpus_per_worker", "must be a finite number >= 0", self.cpus_per_worker)
         if self.gpus_per_worker is not None:
-            if not _is_number(self.gpus_per_worker) or self.gpus_per_worker <= 0:
+            if not is_finite_number(self.gpus_per_worker) or self.gpus_per_worker <= 0:
                 _fail("gpus_per_worker", "must be a finite number > 0", self.gpus_per_worker)
             if not self.use_gpu:
                 _fail("gpus_per_worker", "needs `use_gpu=True`", self.gpus_per_worker)
         if not isinstance(self.resources_per_worker, Mapping) or not all(
-            isinstance(k, str) and k and _is_number(v) and v >= 0
+            isinstance(k, str) and k and is_finite_number(v) and v >= 0
             for k, v in self.resources_per_worker.items()
         ):
             _fail(
@@ -172,7 +177,7 @@ class Sweep:
                 "max_failures", "must be an integer >= 0 (or -1: retry forever)", self.max_failures
             )
         if self.time_budget_s is not None and (
-            not _is_number(self.time_budget_s) or self.time_budget_s <= 0
+            not is_finite_number(self.time_budget_s) or self.time_budget_s <= 0
         ):
             _fail("time_budget_s", "must be a finite number of seconds > 0", self.time_budget_s)
         if self.seed is not None and (not _is_int(self.seed) or self.seed < 0):

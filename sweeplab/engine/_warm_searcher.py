@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import copy
 import logging
-import math
 from typing import Any
 
 import ray.cloudpickle as pickle
 from ray.tune.search import Searcher
 
+from sweeplab._numbers import is_finite_number
 from sweeplab.engine._ray_compat import hyperopt_trials, optuna_study
 from sweeplab.space import Space
 
@@ -71,7 +71,7 @@ class WarmStartSearcher(Searcher):
             return
         config = self.warm.pop(trial_id)
         value = (result or {}).get(self.metric) if not error else None
-        if self.space is None or not _is_finite(value):
+        if self.space is None or not is_finite_number(value):
             return
         try:
             _add_to_history(self.inner, self.space, config, float(value))  # type: ignore[arg-type]
@@ -86,10 +86,6 @@ class WarmStartSearcher(Searcher):
     def restore(self, checkpoint_path: str) -> None:
         with open(checkpoint_path, "rb") as file:
             self.__dict__.update(pickle.load(file))
-
-
-def _is_finite(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _add_to_history(inner: Searcher, space: Space, config: dict[str, Any], value: float) -> None:

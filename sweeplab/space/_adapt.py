@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import math
-import numbers
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sweeplab._numbers import is_number
 from sweeplab.errors import SpecError
 from sweeplab.space._primitives import (
     Choice,
@@ -73,10 +73,6 @@ def _text(value: Any) -> str:
 
 def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 class _Adapter:
@@ -143,7 +139,7 @@ class _Adapter:
         return thaw(param)
 
     def number(self, param: FloatRange | IntRange, value: Any, where: str) -> Any:
-        if not _is_number(value) or not math.isfinite(value):
+        if not is_number(value) or not math.isfinite(value):
             reason = f"not a value of {describe_param(param)}"
             return self.draw(param, where, value, "resampled", reason)
         new: float | int = value

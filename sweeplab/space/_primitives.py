@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any, TypeAlias
 
+from sweeplab._numbers import is_number
 from sweeplab.errors import SpecError
 
 __all__ = [
@@ -37,16 +38,12 @@ __all__ = [
 Scalar: TypeAlias = "str | int | float | bool | None"
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
 def _is_int(value: object) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def _check_bounds(low: Any, high: Any) -> None:
-    if not (_is_number(low) and _is_number(high)):
+    if not (is_number(low) and is_number(high)):
         hint = ""
         if any(isinstance(b, str) and _parses_as_float(b) for b in (low, high)):
             hint = " (YAML reads 1e-4 as a string: write 1.0e-4)"
@@ -71,7 +68,7 @@ def _check_log(low: float, high: float) -> None:
 
 
 def _check_q(q: Any) -> None:
-    if not _is_number(q) or not math.isfinite(q) or q <= 0:
+    if not is_number(q) or not math.isfinite(q) or q <= 0:
         raise SpecError(f"`q` must be a finite number > 0, but got ({q=}).")
 
 
@@ -165,7 +162,7 @@ def freeze(value: Any, *, what: str = "a constant") -> Any:
     """
     if value is None or isinstance(value, (bool, str)):
         return value
-    if _is_number(value):
+    if is_number(value):
         if not math.isfinite(value):
             raise SpecError(f"{what} must be finite, but got {value!r}.")
         return int(value) if _is_int(value) else float(value)
@@ -393,7 +390,7 @@ def check_range_value(rng: FloatRange | IntRange, value: Any) -> None:
     if isinstance(rng, IntRange):
         if not _is_int(value):
             raise SpecError(f"the value must be an integer, but got {value!r}.")
-    elif not _is_number(value):
+    elif not is_number(value):
         raise SpecError(f"the value must be a number, but got {value!r}.")
     if not rng.low <= value <= rng.high:
         raise SpecError(

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sweeplab.tracking._ranking import SweepSummary, TrialRecord, rank_trials
+from sweeplab.tracking._ranking import (
+    SweepSummary,
+    TrialRecord,
+    best_config_document,
+    rank_trials,
+)
 
 if TYPE_CHECKING:
     from sweeplab.tracking._read import (
@@ -22,6 +27,7 @@ if TYPE_CHECKING:
         ranked_configs,
     )
     from sweeplab.tracking._tracker import SweepTracker, TrackingError
+    from sweeplab.tracking._trials import rank_tune_results
 
 __all__ = [
     "RankedConfig",
@@ -32,16 +38,19 @@ __all__ = [
     "TrackingError",
     "TrialRecord",
     "UnknownSweepError",
+    "best_config_document",
     "best_trial",
     "list_sweeps",
     "load_sweep",
     "rank_trials",
+    "rank_tune_results",
     "ranked_configs",
 ]
 
 _LAZY = {
     "SweepTracker": "sweeplab.tracking._tracker",
     "TrackingError": "sweeplab.tracking._tracker",
+    "rank_tune_results": "sweeplab.tracking._trials",
     "RankedConfig": "sweeplab.tracking._read",
     "SweepData": "sweeplab.tracking._read",
     "SweepRanking": "sweeplab.tracking._read",

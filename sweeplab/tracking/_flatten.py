@@ -64,8 +64,3 @@ def mask_secrets(config: Mapping[str, Any]) -> dict[str, Any]:
         else:
             masked[key] = value
     return masked
-
-
-def is_number(value: Any) -> bool:
-    """Whether a value can be logged as an MLflow metric (real numbers, not bools)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -57,6 +57,7 @@ class SweepSummary:
     mode: str
     rank_by: str
     parent_run_id: str | None = None
+    tracking_uri: str | None = None
 
     @property
     def best(self) -> TrialRecord | None:
@@ -64,6 +65,29 @@ class SweepSummary:
         if self.trials and self.trials[0].value(self.rank_by) is not None:
             return self.trials[0]
         return None
+
+
+def best_config_document(summary: SweepSummary, sweep: str) -> dict[str, Any]:
+    """The best trial of a ranking, as ``best_config.json`` and the parent run hold it.
+
+    Every key is present; without a best trial (no trial reported the metric) the trial's
+    keys are ``None``. ``parent_run_id`` and ``tracking_uri`` are ``None`` for an untracked
+    sweep.
+    """
+    best = summary.best
+    return {
+        "sweep": sweep,
+        "trial_id": best.trial_id if best else None,
+        "metric": summary.metric,
+        "mode": summary.mode,
+        "rank_by": summary.rank_by,
+        "value": best.value(summary.rank_by) if best else None,
+        "config": best.config if best else None,
+        "checkpoint": best.best_checkpoint if best else None,
+        "mlflow_run_id": best.run_id if best else None,
+        "parent_run_id": summary.parent_run_id,
+        "tracking_uri": summary.tracking_uri,
+    }
 
 
 def _check(mode: str, rank_by: str) -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from sweeplab.tracking import TrialRecord, rank_trials
 from sweeplab.tracking._flatten import flatten, is_secret_key, mask_secrets, unflatten
-from sweeplab.tracking._tracker import _result_metrics
+from sweeplab.tracking._trials import result_metrics
 
 
 def _rec(trial_id: str, best: float | None, last: float | None, best_it: int = 1, its: int = 5):
@@ -100,7 +100,7 @@ def test_result_metrics_keeps_user_numbers_and_time_total():
         "config": {"lr": 0.1}, "pid": 1, "checkpoint_path": "/x",
         "iterations_since_restore": 3, "time_since_restore": 1.0,
     }  # fmt: skip
-    metrics = _result_metrics(result)
+    metrics = result_metrics(result)
     assert set(metrics) == {"loss", "acc", "nan", "nested/a", "time_total_s"}
     assert metrics["acc"] == 1.0 and isinstance(metrics["acc"], float)
 
