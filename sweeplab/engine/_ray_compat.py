@@ -1,362 +1,388 @@
-"""The one module that touches Ray's private APIs.
+"""The one module that touches Ray's private and internal APIs.
 
-Every use of a Ray private (a leading underscore, ``_internal``, ``_private``, generated protos)
-in sweeplab goes through a small function here, named for what it does. :data:`PRIVATE_USES`
-lists each symbol, where sweeplab uses it and why no public API serves; the fast test
-``tests/engine/test_ray_compat.py`` checks every row against the installed Ray, so a Ray upgrade
-that moves one fails that test instead of a sweep. ``docs/upgrading-ray.md`` says how to proceed.
+Everything sweeplab needs from Ray beyond its public API goes through the small functions here,
+and every private symbol they use is a row of :data:`PRIVATE_USES` saying what it is for and why
+no public API serves. ``tests/engine/test_ray_compat.py`` imports each row's symbol and checks
+the parameters sweeplab passes, so a Ray upgrade that moves one fails that fast test, not a
+sweep. ``docs/upgrading-ray.md`` lists the rows for people.
 
-Ray is imported inside the functions: importing this module costs nothing.
+Ray is imported inside the functions: ``sweeplab status`` and ``preview`` must start fast.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
-import inspect
-import re
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ray.train.v2._internal.execution.train_fn_utils import DistributedTrainFnUtils
 
 __all__ = [
     "PRIVATE_USES",
     "DistributedTrainFnUtils",
-    "LocalTrainFnUtils",
     "PlacementGroupRecord",
     "PrivateUse",
     "abort_train_controller",
-    "check_private_use",
     "current_train_context",
     "current_train_fn_utils",
     "disable_tune_session_guard",
-    "free_resources_by_node",
-    "hook_prepared_loaders",
+    "free_resources_per_node",
+    "function_trainable_class",
     "hyperopt_trials",
     "install_train_fn_utils",
-    "observe_pbt_exploits",
     "optuna_study",
-    "pbt_last_train_time",
-    "placement_group_records",
-    "set_trial_latest_checkpoint",
-    "set_worker_start_checkpoint",
-    "trial_latest_checkpoint",
-    "wrap_train_report",
+    "pbt_exploit_iteration",
+    "pbt_with_exploit_hook",
+    "placement_groups_with_creators",
+    "replace_trial_restore_checkpoint",
+    "route_train_calls_in_process",
+    "start_worker_from_checkpoint",
+    "time_prepared_loader_fetches",
+    "transform_reported_metrics",
+    "trial_restore_checkpoint",
 ]
 
 
 @dataclasses.dataclass(frozen=True)
 class PrivateUse:
-    """One Ray private that sweeplab relies on.
+    """One Ray symbol outside Ray's public API that sweeplab relies on.
 
     Attributes:
-        module: The module it lives in.
-        name: A dotted path inside `module` (``"Class.method"``).
-        used_by: The sweeplab modules that use it (through this module).
-        why: What it is for, and why no public API serves.
-        params: Parameter names sweeplab passes (or, for a class, passes to its constructor).
-        members: Attributes sweeplab reads or writes on it: class attributes, attributes that
-            its source assigns to ``self``, or fields of a protobuf message.
+        module: The module it is imported from.
+        attribute: Its dotted path in `module` (``Class.method``, ``Class.instance_attribute``).
+        params: For a callable, the parameters sweeplab passes by name or position (``self``
+            excluded); None for an attribute that is read or written.
+        why: What sweeplab uses it for, and why no public API serves.
     """
 
     module: str
-    name: str
-    used_by: str
+    attribute: str
+    params: tuple[str, ...] | None
     why: str
-    params: tuple[str, ...] = ()
-    members: tuple[str, ...] = ()
 
 
-_CONTEXT = "ray.train.v2._internal.execution.context"
-_FN_UTILS = "ray.train.v2._internal.execution.train_fn_utils"
+_TRAIN_V2 = "ray.train.v2._internal.execution"
 
 PRIVATE_USES: tuple[PrivateUse, ...] = (
     PrivateUse(
-        _CONTEXT,
+        f"{_TRAIN_V2}.context",
         "get_train_context",
-        "_driver, _slots",
-        "The worker's Train context; `ray.train.get_checkpoint()` returns its `checkpoint`. "
-        "Train V2 refuses `resume_from_checkpoint` and has no public setter.",
+        (),
+        "a worker's Train context: Train V2 dropped `resume_from_checkpoint`, and no public "
+        "API sets the checkpoint `ray.train.get_checkpoint()` returns",
     ),
     PrivateUse(
-        _CONTEXT,
-        "TrainContext",
-        "_driver",
-        "The field a restarted trial's workers start from, written before `train_func` runs.",
-        members=("checkpoint",),
+        f"{_TRAIN_V2}.context",
+        "TrainContext.checkpoint",
+        None,
+        "written before the user's function runs, so a restarted trial starts from its checkpoint",
     ),
     PrivateUse(
-        _FN_UTILS,
-        "get_train_fn_utils",
-        "_datawait, _slots",
-        "The per-worker object behind `ray.train.report`; no public hook sees a report in the "
-        "worker (a `UserCallback` runs in the controller, after the fact).",
+        f"{_TRAIN_V2}.controller",
+        "TrainController.abort",
+        (),
+        "releases a stopped trial's workers at once; `ray.kill` would leave its placement group "
+        "to Train's cleaner, and the next trial would wait for the CPUs",
     ),
     PrivateUse(
-        _FN_UTILS,
+        "ray.tune.trainable",
+        "wrap_function",
+        ("train_func",),
+        "the function trainable's class (a DeveloperAPI), subclassed for a `cleanup` that "
+        "aborts the group; a function trainable has no public stop hook",
+    ),
+    PrivateUse(
+        f"{_TRAIN_V2}.train_fn_utils",
+        "LocalTrainFnUtils.__init__",
+        ("experiment_name",),
+        "Train's in-process utilities behind `ray.train.*`, subclassed so a one-worker trial's "
+        "reports go to Tune; `num_workers=0` refuses to run inside a Tune trial (ray#49454)",
+    ),
+    PrivateUse(
+        f"{_TRAIN_V2}.train_fn_utils",
+        "LocalTrainFnUtils.report",
+        ("metrics", "checkpoint"),
+        "overridden: where `ray.train.report` lands in an in-process trial",
+    ),
+    PrivateUse(
+        f"{_TRAIN_V2}.train_fn_utils",
+        "LocalTrainFnUtils._last_checkpoint",
+        None,
+        "what `ray.train.get_checkpoint()` returns in process: the restored, then the latest one",
+    ),
+    PrivateUse(
+        f"{_TRAIN_V2}.train_fn_utils",
+        "LocalTrainFnUtils._last_metrics",
+        None,
+        "kept as Train's own `report` keeps it",
+    ),
+    PrivateUse(
+        f"{_TRAIN_V2}.train_fn_utils",
         "set_train_fn_utils",
-        "_local, _slots",
-        "Installs the object behind `ray.train.*` where Train did not: a one-worker trial in "
-        "its Tune actor, a slot's current assignment.",
-        params=("train_fn_utils",),
+        ("train_fn_utils",),
+        "installs the utilities behind `ray.train.*` in a one-worker trial's process and for "
+        "each trial a warm slot runs; no public API selects them",
     ),
     PrivateUse(
-        _FN_UTILS,
-        "TrainFnUtils",
-        "_local, _datawait, _slots",
-        "The interface sweeplab's replacements implement and wrap (`report`, "
-        "`get_checkpoint`).",
-        members=("report", "get_checkpoint", "get_context"),
+        f"{_TRAIN_V2}.train_fn_utils",
+        "get_train_fn_utils",
+        (),
+        "the worker's utilities, whose `report` gains the data-wait metric and which a warm "
+        "slot wraps; Train has no public hook on a worker's reports",
     ),
     PrivateUse(
-        _FN_UTILS,
-        "TrainFnUtils.report",
-        "_local, _datawait, _slots",
-        "`ray.train.report(metrics, checkpoint=...)` lands here with these arguments.",
-        params=("metrics", "checkpoint"),
-    ),
-    PrivateUse(
-        _FN_UTILS,
-        "LocalTrainFnUtils",
-        "_local",
-        "Train's local-mode utilities (context, `prepare_model`, `prepare_data_loader`), "
-        "reused by a one-worker trial with `report` routed to Tune.",
-        params=("experiment_name",),
-        members=("report", "get_checkpoint"),
-    ),
-    PrivateUse(
-        _FN_UTILS,
+        f"{_TRAIN_V2}.train_fn_utils",
         "DistributedTrainFnUtils",
-        "_slots",
-        "What Train installs in its workers; a slot wraps it for each assignment.",
+        None,
+        "the utilities Train installs in its workers, which a warm slot wraps for each trial "
+        "it runs; no public API routes a worker's `ray.train.*` calls",
     ),
     PrivateUse(
         "ray.tune.trainable.trainable_fn_utils",
         "_in_tune_session",
-        "_local",
-        "The guard by which `ray.train.*` refuse to run inside a Tune trial (ray#49454); a "
-        "one-worker trial routes those calls to Tune itself. No switch turns it off.",
+        (),
+        "the guard that refuses `ray.train.*` inside a Tune trial, turned off in the trial that "
+        "routes them to Tune itself; no public switch",
     ),
     PrivateUse(
         "ray.train.torch.train_loop_utils",
-        "_WrappedDataLoader",
-        "_datawait",
-        "The loader `prepare_data_loader` returns; timing its synchronous batch fetch measures "
-        "the data wait. Torch's and Train's public APIs expose no per-batch hook.",
-        members=("__iter__", "_prefetch_next_batch", "next_batch"),
+        "_WrappedDataLoader._prefetch_next_batch",
+        (),
+        "the synchronous batch fetch of every prepared loader, timed for the data-wait metric; "
+        "`prepare_data_loader` has no public hook",
     ),
     PrivateUse(
-        "ray.train.v2._internal.execution.controller.controller",
-        "TrainController.abort",
-        "_driver",
-        "Ends a trainer group at once (workers, placement group) when Tune stops its trial; "
-        "`TorchTrainer.fit()` has no public way to stop it from another thread.",
+        "ray.train.torch.train_loop_utils",
+        "_WrappedDataLoader.__iter__",
+        (),
+        "the start of an epoch, where the data-wait window opens",
     ),
     PrivateUse(
-        "ray.tune.schedulers.pbt",
+        "ray.train.torch.train_loop_utils",
+        "_WrappedDataLoader.next_batch",
+        None,
+        "None once the epoch's data is exhausted: the data-wait window closes",
+    ),
+    PrivateUse(
+        "ray.tune.schedulers",
         "PopulationBasedTraining._exploit",
-        "_pbt",
-        "The only place PBT acts on an exploit; no callback tells of one (`log_config` only "
-        "writes files).",
-        params=("tune_controller", "trial", "trial_to_clone"),
+        ("tune_controller", "trial", "trial_to_clone"),
+        "overridden to learn of each exploit (donor, iteration) and pin its checkpoint; PBT has "
+        "no public exploit callback",
+    ),
+    PrivateUse(
+        "ray.tune.schedulers",
+        "PopulationBasedTraining._trial_state",
+        None,
+        "PBT's per-trial state, read for the iteration an exploited trial restarts at",
     ),
     PrivateUse(
         "ray.tune.schedulers.pbt",
-        "PopulationBasedTraining",
-        "_pbt",
-        "PBT's per-trial state: the iteration an exploited trial goes on from.",
-        members=("_trial_state",),
-    ),
-    PrivateUse(
-        "ray.tune.schedulers.pbt",
-        "_PBTTrialState",
-        "_pbt",
-        "The iteration an exploited trial goes on from (PBT copies the donor's).",
-        members=("last_train_time",),
+        "_PBTTrialState.last_train_time",
+        None,
+        "that iteration, in PBT's own time unit",
     ),
     PrivateUse(
         "ray.train._internal.checkpoint_manager",
-        "_CheckpointManager",
-        "_pbt",
-        "The checkpoint a paused trial restarts from, repointed at a copy of the donor's (which "
-        "the donor may delete first). `Trial.on_checkpoint` would register, rank and count a "
-        "new checkpoint instead.",
-        members=("latest_checkpoint_result", "_latest_checkpoint_result"),
+        "_CheckpointManager._latest_checkpoint_result",
+        None,
+        "the checkpoint a paused trial restarts from, re-pointed to a copy of the donor's, "
+        "which the donor may delete before the recipient starts; PBT itself writes it so",
     ),
     PrivateUse(
         "ray.train._internal.session",
-        "_TrainingResult",
-        "_pbt",
-        "The (checkpoint, metrics) record the checkpoint manager holds.",
-        params=("checkpoint", "metrics"),
-        members=("checkpoint", "metrics"),
+        "_TrainingResult.__init__",
+        ("checkpoint", "metrics"),
+        "the record that field holds",
     ),
     PrivateUse(
         "ray._private.state",
         "state._connect_and_get_accessor",
-        "_orphans",
-        "The GCS placement-group table with each group's creating actor and whether it died; "
-        "`ray.util.placement_group_table()` and `ray.util.state` omit the creator.",
+        (),
+        "the GCS placement-group table with each group's creator; the public "
+        "`placement_group_table()` and `ray.util.state` omit the creating actor",
     ),
     PrivateUse(
         "ray._raylet",
         "GlobalStateAccessor.get_placement_group_table",
-        "_orphans",
-        "Reads the raw placement-group table (serialized `PlacementGroupTableData`).",
+        (),
+        "the raw table rows",
     ),
     PrivateUse(
         "ray.core.generated.gcs_pb2",
-        "PlacementGroupTableData",
-        "_orphans",
-        "Parses one placement group of that table.",
-        members=(
+        "PlacementGroupTableData.FromString",
+        (),
+        "decodes a row: a trainer group whose creating Train controller died with its node is "
+        "an orphan holding CPUs",
+    ),
+    *(
+        PrivateUse(
+            "ray.core.generated.gcs_pb2",
+            f"PlacementGroupTableData.{field}",
+            None,
+            "a field of that row",
+        )
+        for field in (
             "placement_group_id",
             "creator_actor_id",
             "creator_actor_dead",
             "is_detached",
             "state",
             "REMOVED",
-        ),
+        )
     ),
     PrivateUse(
         "ray._private.state",
         "available_resources_per_node",
-        "status",
-        "Free resources per node (a DeveloperAPI under `_private`); `ray.available_resources()` "
-        "sums the cluster, `ray.nodes()` and `ray.util.state.list_nodes()` give totals only.",
+        (),
+        "free resources of each node for `sweeplab status`; public Ray has cluster-wide "
+        "`ray.available_resources()` only (Ray's own tooling uses this)",
     ),
     PrivateUse(
         "ray.tune.search.optuna",
-        "OptunaSearch",
-        "_warm_searcher",
-        "The Optuna study, to add a warm trial to its history: `add_evaluated_point` refuses "
-        "define-by-run spaces, and the in-memory study cannot be loaded by name.",
-        members=("_ot_study",),
+        "OptunaSearch._ot_study",
+        None,
+        "the Optuna study, to add a warm-start trial; `add_evaluated_point` refuses "
+        "define-by-run spaces, and the searcher exposes no study",
     ),
     PrivateUse(
         "ray.tune.search.hyperopt",
-        "HyperOptSearch",
-        "_warm_searcher",
-        "The HyperOpt trials and domain, to add a warm trial to its history: "
-        "`HyperOptSearch` has no `add_evaluated_point`.",
-        members=("_hpopt_trials", "domain", "metric_op"),
+        "HyperOptSearch._hpopt_trials",
+        None,
+        "HyperOpt's trials, to add a warm-start trial; the searcher has no public way to add one",
     ),
 )
 
 
-def _resolve(use: PrivateUse) -> Any:
-    obj: Any = importlib.import_module(use.module)
-    for part in use.name.split("."):
-        obj = getattr(obj, part)
-    return obj
-
-
-def _has_member(obj: Any, member: str) -> bool:
-    if hasattr(obj, member):
-        return True
-    descriptor = getattr(obj, "DESCRIPTOR", None)
-    if descriptor is not None and member in getattr(descriptor, "fields_by_name", {}):
-        return True
-    if not inspect.isclass(obj):
-        return False
-    # An attribute set on instances: some class in its hierarchy assigns `self.<member>`.
-    assigned = re.compile(rf"\bself\.{re.escape(member)}\s*(:[^=\n]+)?=(?!=)")
-    for cls in obj.__mro__:
-        if cls is object:
-            continue
-        try:
-            source = inspect.getsource(cls)
-        except (OSError, TypeError):
-            continue
-        if assigned.search(source):
-            return True
-    return False
-
-
-def check_private_use(use: PrivateUse) -> list[str]:
-    """What no longer matches `use` in the installed Ray; empty when everything does."""
-    where = f"{use.module}.{use.name} (used by {use.used_by})"
-    try:
-        obj = _resolve(use)
-    except (ImportError, AttributeError) as exc:
-        return [f"{where} is gone: {exc}"]
-    problems = [
-        f"{where} has no attribute {member!r}"
-        for member in use.members
-        if not _has_member(obj, member)
-    ]
-    if use.params:
-        try:
-            names = set(inspect.signature(obj).parameters)
-        except (TypeError, ValueError) as exc:
-            return [*problems, f"{where} has no readable signature: {exc}"]
-        missing = [name for name in use.params if name not in names]
-        if missing:
-            problems.append(f"{where} lost parameter(s) {missing}; it has {sorted(names)}")
-    return problems
-
-
-# -- Train workers: context, the utilities behind ray.train.*, prepared loaders -------------
+# --- Ray Train workers and trial drivers ---------------------------------------------------
 
 
 def current_train_context() -> Any:
-    """The Train context of this worker (raises outside a Train worker)."""
+    """This Train worker's own context (raises outside a Train worker)."""
     from ray.train.v2._internal.execution.context import get_train_context
 
     return get_train_context()
 
 
-def set_worker_start_checkpoint(path: str) -> bool:
-    """Makes `ray.train.get_checkpoint()` in this worker return `path`, unless Train has one.
-
-    Returns:
-        Whether the checkpoint was set (False: a restarted group has its run's own latest).
-    """
-    import ray.train
-
-    context = current_train_context()
-    if context.checkpoint is not None:
-        return False
-    context.checkpoint = ray.train.Checkpoint(path)
-    return True
-
-
 def current_train_fn_utils() -> Any:
-    """The object behind `ray.train.report`, `get_checkpoint` and `get_context` here."""
+    """The object this process's `ray.train.report`, `get_checkpoint` and `get_context` use."""
     from ray.train.v2._internal.execution.train_fn_utils import get_train_fn_utils
 
     return get_train_fn_utils()
 
 
 def install_train_fn_utils(utils: Any) -> None:
-    """Routes this process's `ray.train.*` calls to `utils` (a `TrainFnUtils`)."""
+    """Routes this process's `ray.train.*` calls to `utils` (a Train `TrainFnUtils`)."""
     from ray.train.v2._internal.execution.train_fn_utils import set_train_fn_utils
 
     set_train_fn_utils(utils)
 
 
-def wrap_train_report(wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
-    """Replaces this worker's `ray.train.report` target by `wrap(current target)`."""
-    utils = current_train_fn_utils()
-    utils.report = wrap(utils.report)
+def __getattr__(name: str) -> Any:
+    # `DistributedTrainFnUtils` imported on first use, so that importing this module stays free.
+    if name == "DistributedTrainFnUtils":
+        from ray.train.v2._internal.execution.train_fn_utils import DistributedTrainFnUtils
+
+        return DistributedTrainFnUtils
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def start_worker_from_checkpoint(path: str) -> None:
+    """Makes `ray.train.get_checkpoint()` in this Train worker return the checkpoint at `path`.
+
+    Unless Train already restored one: a group restarted after a failure resumes its own run.
+    """
+    import ray.train
+
+    context = current_train_context()
+    if context.checkpoint is None:
+        context.checkpoint = ray.train.Checkpoint(path)
+
+
+def abort_train_controller(controller: Any) -> Any:
+    """Asks a Train controller actor to abort its group; returns the call's object ref."""
+    return controller.abort.remote()
+
+
+def function_trainable_class(train_func: Callable[..., Any]) -> type:
+    """The Tune trainable class Tune itself would make of the function `train_func`."""
+    from ray.tune.trainable import wrap_function
+
+    return wrap_function(train_func)
 
 
 def disable_tune_session_guard() -> None:
-    """Lets `ray.train.*` run in this process although it is a Tune trial (ray#49454).
-
-    Only for a process whose `ray.train` calls are routed to Tune by sweeplab itself.
-    """
+    """Lets `ray.train.*` run in this process although it is a Tune trial (process-wide)."""
     from ray.tune.trainable import trainable_fn_utils
 
+    # Train looks the guard up in this module at each call, so replacing it here is enough.
     trainable_fn_utils._in_tune_session = lambda: False
 
 
-def hook_prepared_loaders(
-    *, on_iter: Callable[[], None], on_fetch: Callable[[float, bool], None]
+@functools.cache
+def _tune_routed_train_fn_utils() -> type:
+    from ray.train.v2._internal.execution.train_fn_utils import LocalTrainFnUtils
+
+    class TuneRoutedTrainFnUtils(LocalTrainFnUtils):
+        """Train's local-mode utilities whose `report` goes to the Tune trial."""
+
+        def __init__(
+            self, *, experiment_name: str, restored: Any, reporter: Callable[..., Any]
+        ) -> None:
+            super().__init__(experiment_name=experiment_name)
+            self._last_checkpoint = restored
+            self._reporter = reporter
+
+        def report(
+            self, metrics: dict[str, Any], checkpoint: Any = None, *args: Any, **kw: Any
+        ) -> None:
+            persisted = self._reporter(dict(metrics), checkpoint)
+            self._last_metrics = metrics
+            if persisted is not None:
+                self._last_checkpoint = persisted
+
+    return TuneRoutedTrainFnUtils
+
+
+def route_train_calls_in_process(
+    *, experiment_name: str, restored: Any, reporter: Callable[[dict[str, Any], Any], Any]
 ) -> None:
-    """Calls `on_iter()` when a prepared data loader starts an epoch, and after each batch
-    fetch `on_fetch(seconds, exhausted)`. Patches the class: call it once per process.
+    """Serves the user's `ray.train.*` calls in this process, as a one-worker group would.
+
+    Args:
+        experiment_name: What `ray.train.get_context().get_experiment_name()` returns.
+        restored: The `ray.train.Checkpoint` that `ray.train.get_checkpoint()` first returns.
+        reporter: Called with the metrics and checkpoint of each `ray.train.report`; returns
+            the persisted `ray.train.Checkpoint` (then `get_checkpoint()`'s answer) or None.
+    """
+    utils_class = _tune_routed_train_fn_utils()
+    install_train_fn_utils(
+        utils_class(experiment_name=experiment_name, restored=restored, reporter=reporter)
+    )
+
+
+def transform_reported_metrics(transform: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """Passes the metrics of each `ray.train.report` of this Train worker through `transform`."""
+    utils = current_train_fn_utils()
+    report = utils.report
+
+    def report_transformed(metrics: dict[str, Any], *rest: Any, **kwargs: Any) -> Any:
+        return report(transform(metrics), *rest, **kwargs)
+
+    utils.report = report_transformed
+
+
+def time_prepared_loader_fetches(
+    *, on_epoch_start: Callable[[], None], on_fetch: Callable[[float, bool], None]
+) -> None:
+    """Times the batch fetches of every loader `prepare_data_loader` returns (process-wide).
+
+    Call once per process. `on_epoch_start()` runs when such a loader's iteration starts;
+    `on_fetch(seconds, exhausted)` after each fetch, with `exhausted` True once the epoch's data
+    is used up.
     """
     from ray.train.torch.train_loop_utils import _WrappedDataLoader
 
@@ -373,120 +399,106 @@ def hook_prepared_loaders(
 
     @functools.wraps(start)
     def __iter__(self: Any) -> Any:
-        on_iter()
+        on_epoch_start()
         return start(self)
 
     _WrappedDataLoader._prefetch_next_batch = _prefetch_next_batch
     _WrappedDataLoader.__iter__ = __iter__
 
 
-_LAZY_CLASSES = {
-    "LocalTrainFnUtils": _FN_UTILS,
-    "DistributedTrainFnUtils": _FN_UTILS,
-}
+# --- Population based training -------------------------------------------------------------
 
 
-def __getattr__(name: str) -> Any:
-    # Train's utility classes, imported on first use so that importing this module is free.
-    if name in _LAZY_CLASSES:
-        return getattr(importlib.import_module(_LAZY_CLASSES[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+@functools.cache
+def pbt_with_exploit_hook() -> type:
+    """`PopulationBasedTraining` that calls `self.after_exploit(trial, donor)` after each exploit.
 
-
-# -- trial drivers and schedulers -------------------------------------------------------------
-
-
-def abort_train_controller(controller: Any) -> Any:
-    """Asks a Train controller actor to end its group now; returns the call's ObjectRef."""
-    return controller.abort.remote()
-
-
-def observe_pbt_exploits(cls: type) -> type:
-    """Class decorator for a `PopulationBasedTraining` subclass: after each exploit, PBT calls
-    `self.after_exploit(tune_controller, trial, donor)`.
+    Subclasses define `after_exploit`; the trial then already has its new config and the
+    donor's checkpoint to restart from.
     """
-    exploit = cls._exploit  # type: ignore[attr-defined]
+    from ray.tune.schedulers import PopulationBasedTraining
 
-    @functools.wraps(exploit)
-    def _exploit(self: Any, tune_controller: Any, trial: Any, trial_to_clone: Any) -> None:
-        exploit(self, tune_controller, trial, trial_to_clone)
-        self.after_exploit(tune_controller, trial, trial_to_clone)
+    class ExploitHookedPBT(PopulationBasedTraining):
+        def _exploit(self, tune_controller: Any, trial: Any, trial_to_clone: Any) -> None:
+            super()._exploit(tune_controller, trial, trial_to_clone)
+            self.after_exploit(trial, trial_to_clone)
 
-    cls._exploit = _exploit  # type: ignore[attr-defined]
-    return cls
+        def after_exploit(self, trial: Any, donor: Any) -> None:
+            pass
+
+    return ExploitHookedPBT
 
 
-def pbt_last_train_time(scheduler: Any, trial: Any) -> int:
-    """The value of PBT's time attribute `trial` goes on from (after an exploit, the donor's)."""
+def pbt_exploit_iteration(scheduler: Any, trial: Any) -> int:
+    """The iteration (PBT's time unit) at which an exploited `trial` restarts."""
     return int(scheduler._trial_state[trial].last_train_time)
 
 
-def trial_latest_checkpoint(trial: Any) -> tuple[str, dict[str, Any]] | None:
-    """The path and metrics of the checkpoint a Tune trial restarts from, if it has one."""
-    latest = trial.run_metadata.checkpoint_manager.latest_checkpoint_result
-    if latest is None or latest.checkpoint is None:
-        return None
-    return latest.checkpoint.path, latest.metrics
+def trial_restore_checkpoint(trial: Any) -> Any | None:
+    """The Tune checkpoint that `trial` restarts from, or None."""
+    latest = trial.run_metadata.checkpoint_manager._latest_checkpoint_result
+    return None if latest is None else latest.checkpoint
 
 
-def set_trial_latest_checkpoint(trial: Any, path: str, metrics: dict[str, Any]) -> None:
-    """Makes a Tune trial restart from the checkpoint at `path`, registering nothing new."""
+def replace_trial_restore_checkpoint(trial: Any, path: str) -> None:
+    """Makes (paused) `trial` restart from the checkpoint at `path`, keeping its metrics."""
     from ray.train._internal.session import _TrainingResult
     from ray.tune import Checkpoint
 
     manager = trial.run_metadata.checkpoint_manager
+    latest = manager._latest_checkpoint_result
     manager._latest_checkpoint_result = _TrainingResult(
-        checkpoint=Checkpoint(path), metrics=metrics
+        checkpoint=Checkpoint(path), metrics=latest.metrics if latest is not None else {}
     )
 
 
-# -- the cluster ---------------------------------------------------------------------------------
+# --- Cluster state ------------------------------------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True)
 class PlacementGroupRecord:
-    """One placement group of the cluster, as the GCS records it."""
+    """A placement group and who created it, as the GCS knows it."""
 
     placement_group_id: bytes
+    creator_actor_id: bytes
+    creator_actor_dead: bool
     is_detached: bool
-    created_by_actor: bool  # False: created by a driver (Tune's own groups)
-    creator_dead: bool
     removed: bool
 
 
-def placement_group_records() -> list[PlacementGroupRecord]:
-    """Every placement group of the connected cluster, with its creator."""
-    import ray
+def placement_groups_with_creators() -> list[PlacementGroupRecord]:
+    """Every placement group of the connected cluster, with its creating actor."""
     from ray._private.state import state
     from ray.core.generated import gcs_pb2
 
+    table_data = gcs_pb2.PlacementGroupTableData
     records = []
     for raw in state._connect_and_get_accessor().get_placement_group_table():
-        info = gcs_pb2.PlacementGroupTableData.FromString(raw)
+        info = table_data.FromString(raw)
         records.append(
             PlacementGroupRecord(
                 placement_group_id=info.placement_group_id,
+                creator_actor_id=info.creator_actor_id,
+                creator_actor_dead=info.creator_actor_dead,
                 is_detached=info.is_detached,
-                created_by_actor=not ray.ActorID(info.creator_actor_id).is_nil(),
-                creator_dead=info.creator_actor_dead,
-                removed=info.state == gcs_pb2.PlacementGroupTableData.REMOVED,
+                removed=info.state == table_data.REMOVED,
             )
         )
     return records
 
 
-def free_resources_by_node() -> dict[str, dict[str, float]]:
+def free_resources_per_node() -> dict[str, Mapping[str, float]]:
     """The free resources of each live node of the connected cluster, by node id (hex)."""
     from ray._private.state import available_resources_per_node
 
-    return dict(available_resources_per_node())
+    return available_resources_per_node()
 
 
-# -- searchers -----------------------------------------------------------------------------------
+# --- Searchers ----------------------------------------------------------------------------
 
 
 def optuna_study(searcher: Any) -> Any:
-    """The `optuna.Study` behind a Tune `OptunaSearch`."""
+    """The `optuna.Study` behind a Tune `OptunaSearch` (None before its space is set)."""
     return searcher._ot_study
 
 
