@@ -363,11 +363,20 @@ def _run_on_ray(
     finally:
         summary = tracker.finish(status=status) if tracker is not None else None
         SINKS.clear()
-    best = None
-    best_file = run_dir / "best_config.json"
-    if best_file.exists():
-        best = json.loads(best_file.read_text())
-        (sweep_dir / "best_config.json").write_text(best_file.read_text())
+    from sweeplab.tracking import best_config_document, rank_tune_results
+
+    if summary is None:  # untracked: the same ranking, from Tune's own record of the trials
+        summary = rank_tune_results(
+            results,
+            metric=sweep.metric,
+            mode=sweep.mode,
+            rank_by=sweep.rank_by,
+            config_decoder=lambda config: decode_config(space, config),
+            max_iterations=sweep.max_iterations,
+        )
+    best = best_config_document(summary, sweep.name)
+    for folder in (run_dir, sweep_dir):
+        (folder / "best_config.json").write_text(json.dumps(best, indent=2))
     return SweepOutcome(
         sweep=sweep,
         storage_dir=run_dir,
