@@ -44,6 +44,7 @@ def test_every_experiment_has_a_tiny_run() -> None:
     )
 
 
+@pytest.mark.timeout(1200)  # the sweep's own limit (900 s) and `best`'s (120 s), and more
 @pytest.mark.parametrize("name", sorted(TINY))
 def test_experiment_runs(name: str, tmp_path: Path) -> None:
     flags, env, bound = TINY[name]

@@ -17,6 +17,7 @@ from toy_spec import write_spec
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.timeout(1200)  # its own limits add up to 870 s: reports 240, kill 30, resume 600
 def test_resume_after_sigkill_finishes_the_sweep(in_tmp: Path) -> None:
     import mlflow
 
