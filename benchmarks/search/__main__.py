@@ -538,7 +538,9 @@ def _finish(report: dict[str, Any], args: argparse.Namespace, console: Any) -> i
 
 def _write(report: dict[str, Any], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_finite(report), indent=1, default=str) + "\n")
+    # Compact: the anytime curves make an indented file several times larger, for no reader.
+    compact = json.dumps(_finite(report), separators=(",", ":"), default=str)
+    path.write_text(compact + "\n")
 
 
 if __name__ == "__main__":
