@@ -85,31 +85,55 @@ def _scaling(workers: int) -> Any:
     )
 
 
-def _startup_clock() -> Any:
-    """A Tune callback on the driver: seconds from each trial's start to its first result.
+class StartupClock:
+    """Seconds from each trial's start to its first result, on the sweep's driver.
 
     This is the start-up a user waits for: it includes scheduling the trial, starting (or
     reusing) its actor, building the trainer group and the first epoch; Tune's own
     ``time_total_s`` starts only once the trial's function runs.
     """
+
+    def __init__(self) -> None:
+        self.started: dict[str, float] = {}
+        self.first: dict[str, float] = {}
+
+    def start(self, trial_id: str) -> None:
+        self.started.setdefault(trial_id, time.perf_counter())
+
+    def result(self, trial_id: str) -> None:
+        begin = self.started.get(trial_id)
+        if begin is not None and trial_id not in self.first:
+            self.first[trial_id] = time.perf_counter() - begin
+
+
+def _tune_clock(clock: StartupClock) -> Any:
+    """The clock as a Ray Tune callback, for the plain-Tune baseline."""
     from ray.tune import Callback
 
-    class StartupClock(Callback):
-        def __init__(self) -> None:
-            self.started: dict[str, float] = {}
-            self.first: dict[str, float] = {}
-
+    class TuneClock(Callback):
         def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-            self.started.setdefault(trial.trial_id, time.perf_counter())
+            clock.start(trial.trial_id)
 
         def on_trial_result(
             self, iteration: int, trials: list, trial: Any, result: dict, **info: Any
         ) -> None:
-            begin = self.started.get(trial.trial_id)
-            if begin is not None and trial.trial_id not in self.first:
-                self.first[trial.trial_id] = time.perf_counter() - begin
+            clock.result(trial.trial_id)
 
-    return StartupClock()
+    return TuneClock()
+
+
+def _sweep_clock(clock: StartupClock) -> Any:
+    """The clock as a sweep callback, for sweeplab's arms."""
+    from sweeplab import SweepCallback
+
+    class SweepClock(SweepCallback):
+        def on_trial_start(self, trial: Any) -> None:
+            clock.start(trial.trial_id)
+
+        def on_trial_result(self, trial: Any, result: Any) -> None:
+            clock.result(trial.trial_id)
+
+    return SweepClock()
 
 
 def write_spec(folder: Path, *, epochs: int, compute_s: float, **sweep_kwargs: Any) -> Path:
@@ -133,7 +157,7 @@ def _load(path: Path) -> Any:
 def _ray_init(sweeplab_env: bool, num_cpus: int = 2) -> None:
     import ray
 
-    from sweeplab.engine._runner import start_local_ray
+    from sweeplab.engine import start_local_ray
 
     start = start_local_ray if sweeplab_env else functools.partial(ray.init, address="local")
     start(
@@ -210,7 +234,7 @@ def _tune_baseline(
     sweep = _load(write_spec(tmp, epochs=epochs, compute_s=compute_s, **BASE))
     train_func = sweep.train_func
     storage = str(tmp / "train")
-    clock = _startup_clock()
+    clock = StartupClock()
 
     def trial(config: dict[str, Any]) -> None:
         trial_id = tune.get_context().get_trial_id()
@@ -246,7 +270,7 @@ def _tune_baseline(
             storage_path=str(tmp / "tune"),
             verbose=0,
             log_to_file=False,
-            callbacks=[clock],
+            callbacks=[_tune_clock(clock)],
         ),
     )
     begin = time.perf_counter()
@@ -294,19 +318,10 @@ def _sweeplab(
 ) -> dict[str, Any]:
     import pandas as pd
 
-    import sweeplab.engine._runner as runner
     from sweeplab.engine import SweepOptions, run_sweep
-    from sweeplab.engine._relay import SINKS
 
     _ray_init(sweeplab_env=True)
-    clock = _startup_clock()
-    display = runner.make_display_callback
-
-    def display_and_clock(table: Any) -> Any:
-        SINKS.append(clock)  # run_sweep registers its sinks right after clearing them
-        return display(table)
-
-    runner.make_display_callback = display_and_clock
+    clock = StartupClock()
     kwargs: dict[str, Any] = {
         "name": "bench",
         "metric": "loss",
@@ -329,6 +344,7 @@ def _sweeplab(
         tracking_uri=f"sqlite:///{tmp / 'mlflow.db'}" if track else None,
         live=False,
         track=track,
+        callbacks=[_sweep_clock(clock)],
     )
     begin = time.perf_counter()
     outcome = run_sweep(_load(spec), options)
@@ -534,7 +550,7 @@ ARMS: dict[str, Callable[[dict[str, Any], Path], dict[str, Any]]] = {
     for name, fn in list(globals().items())
     if callable(fn)
     and not name.startswith("_")
-    and name not in {"write_spec", "Callable", "Path", "Any"}
+    and name not in {"write_spec", "Callable", "Path", "Any", "StartupClock"}
 }
 
 

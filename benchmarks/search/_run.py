@@ -26,7 +26,7 @@ def start_ray(num_cpus: int = 2) -> None:
     The workers import the problems from this repository (its root is on their path), and
     the Ray is this process's own: ``address="local"`` never joins another user's cluster.
     """
-    from sweeplab.engine._runner import start_local_ray
+    from sweeplab.engine import start_local_ray
 
     os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
     os.environ.pop("RAY_ADDRESS", None)

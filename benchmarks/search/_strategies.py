@@ -48,9 +48,9 @@ class Strategy:
         """The sweep's ``scheduler``: a name, or a fresh configured ASHA scheduler."""
         if self.grace is None and self.rf is None:
             return self.scheduler
-        from benchmarks.search._asha import ConfiguredASHA
+        from ray.tune.schedulers import ASHAScheduler
 
-        return ConfiguredASHA(
+        return ASHAScheduler(
             time_attr="training_iteration",
             max_t=iterations,
             grace_period=self.grace or 1,

@@ -1,12 +1,14 @@
-"""The live table of a running sweep, fed by a Tune callback on the driver."""
+"""The live table of a running sweep: a sweep callback on the driver."""
 
 from __future__ import annotations
 
 import math
 import statistics
 import time
+from collections.abc import Mapping
 from typing import Any
 
+from sweeplab.engine._callbacks import SweepCallback, TrialView
 from sweeplab.engine._datawait import DATA_WAIT_KEY, DATA_WAIT_WARN
 
 __all__ = ["LiveTable"]
@@ -20,7 +22,7 @@ _STATUS_STYLE = {
 }
 
 
-class LiveTable:
+class LiveTable(SweepCallback):
     """Trial, status, iteration, metric, best so far and elapsed time, plus a progress bar."""
 
     def __init__(self, *, metric: str, mode: str, total_trials: int, max_iterations: int) -> None:
@@ -35,7 +37,7 @@ class LiveTable:
     def _better(self, a: float, b: float) -> bool:
         return a < b if self.mode == "min" else a > b
 
-    def update(self, trial_id: str, result: dict[str, Any] | None, status: str) -> None:
+    def update(self, trial_id: str, result: Mapping[str, Any] | None, status: str) -> None:
         row = self.rows.setdefault(
             trial_id,
             {
@@ -59,6 +61,23 @@ class LiveTable:
                     row["best"] = float(value)
         if status in ("TERMINATED", "STOPPED", "ERROR"):
             row["t1"] = time.monotonic()
+
+    def on_trial_start(self, trial: TrialView) -> None:
+        self.update(trial.trial_id, None, "RUNNING")
+
+    def on_trial_result(self, trial: TrialView, result: Mapping[str, Any]) -> None:
+        self.update(trial.trial_id, result, "RUNNING")
+
+    def on_trial_complete(self, trial: TrialView) -> None:
+        # A trial that ended short of its budget, by itself or not, reads as stopped early.
+        reached = trial.iteration >= self.max_iterations
+        self.update(trial.trial_id, None, "TERMINATED" if reached else "STOPPED")
+
+    def on_trial_stop(self, trial: TrialView) -> None:
+        self.update(trial.trial_id, None, "STOPPED")
+
+    def on_trial_error(self, trial: TrialView) -> None:
+        self.update(trial.trial_id, None, "ERROR")
 
     def best(self) -> float | None:
         values = [r["best"] for r in self.rows.values() if r["best"] is not None]
@@ -122,29 +141,3 @@ class LiveTable:
 
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
-
-
-def make_display_callback(table: LiveTable) -> Any:
-    """A Tune callback that feeds `table`."""
-    from ray.tune import Callback
-
-    class _DisplayCallback(Callback):
-        def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-            table.update(trial.trial_id, None, "RUNNING")
-
-        def on_trial_result(
-            self, iteration: int, trials: list, trial: Any, result: dict, **info: Any
-        ) -> None:
-            table.update(trial.trial_id, result, "RUNNING")
-
-        def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-            # Tune marks a trial's last result `done` whether it returned or a scheduler stopped
-            # it, so a trial that ended short of its budget counts as stopped early.
-            last = trial.last_result or {}
-            reached = int(last.get("training_iteration", 0)) >= table.max_iterations
-            table.update(trial.trial_id, None, "TERMINATED" if reached else "STOPPED")
-
-        def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-            table.update(trial.trial_id, None, "ERROR")
-
-    return _DisplayCallback()

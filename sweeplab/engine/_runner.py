@@ -6,32 +6,48 @@ import contextlib
 import dataclasses
 import datetime as dt
 import json
-import logging
-import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from sweeplab.engine._display import LiveTable, make_display_callback
+from sweeplab.engine._callbacks import SweepCallback
+from sweeplab.engine._display import LiveTable
 from sweeplab.engine._driver import TrialSettings, make_trainable
 from sweeplab.engine._plan import ResourcePlan, local_nodes, plan_resources
-from sweeplab.engine._strategy import build_scheduler, build_search
+from sweeplab.engine._session import (
+    DEFAULT_STORAGE,
+    cluster_nodes,
+    pickle_spec_by_value,
+    quiet_libraries,
+    ray_session,
+    start_local_ray,
+)
+from sweeplab.engine._strategy import (
+    SchedulerTraits,
+    build_scheduler,
+    build_search,
+    scheduler_traits,
+)
 from sweeplab.engine._warm import WarmStartPlan, plan_warm_start
 from sweeplab.errors import SpecError, SweeplabError
 from sweeplab.spec import Sweep
 
-__all__ = ["SweepOptions", "SweepOutcome", "run_sweep"]
-
-DEFAULT_STORAGE = "sweeplab-runs"
-# Train's default polls workers every 2 s, and each `ray.train.report` waits for that poll.
-REPORT_POLL_INTERVAL_S = "0.02"
+__all__ = ["DEFAULT_STORAGE", "SweepOptions", "SweepOutcome", "run_sweep", "start_local_ray"]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SweepOptions:
-    """How to run a sweep: the CLI's flags."""
+    """How to run a sweep: the CLI's flags, and the callbacks that watch it.
+
+    Callbacks belong to one run of a sweep, not to the `Sweep`: a spec file declares what to
+    search and stays the same whoever watches it.
+
+    Attributes:
+        callbacks: :class:`SweepCallback` objects told of each trial's events and of the
+            sweep's end, after sweeplab's own live table and tracker.
+    """
 
     spec_path: Path | None = None
     name: str | None = None
@@ -43,6 +59,7 @@ class SweepOptions:
     resume: bool = False
     live: bool = True
     track: bool = True
+    callbacks: Sequence[SweepCallback] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,112 +115,6 @@ def _prepare_storage(path: Path) -> None:
         ) from None
 
 
-@contextlib.contextmanager
-def _ray_logs_to(path: Path) -> Iterator[None]:
-    """Sends Ray's Python logging to `path` instead of the terminal."""
-    handler = logging.FileHandler(path)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    saved = {}
-    for name in ("ray", "ray.tune", "ray.train", "ray.air"):
-        logger = logging.getLogger(name)
-        saved[name] = (logger.handlers[:], logger.propagate)
-        logger.handlers = [handler]
-        logger.propagate = False
-    try:
-        yield
-    finally:
-        for name, (handlers, propagate) in saved.items():
-            logger = logging.getLogger(name)
-            logger.handlers = handlers
-            logger.propagate = propagate
-        handler.close()
-
-
-def _runtime_env(spec_dir: Path | None, remote: bool) -> dict[str, Any]:
-    """The runtime env of a sweep on a cluster that sweeplab joins (``--address``)."""
-    env_vars = {
-        "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": REPORT_POLL_INTERVAL_S,
-        "TUNE_DISABLE_STRICT_METRIC_CHECKING": "1",
-        # One actor process less per trial: sweeps run on fixed clusters, not preemptible ones.
-        "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER": "0",
-        "RAY_TRAIN_METRICS_ENABLED": "0",
-    }
-    runtime_env: dict[str, Any] = {"env_vars": env_vars}
-    if spec_dir is not None:
-        if remote:
-            # Other nodes cannot see this machine's files: ship the spec's folder.
-            runtime_env["working_dir"] = str(spec_dir)
-            runtime_env["excludes"] = [".venv", "*.db", "mlruns", DEFAULT_STORAGE, ".git"]
-        else:
-            paths = [str(spec_dir), *filter(None, [os.environ.get("PYTHONPATH")])]
-            env_vars["PYTHONPATH"] = os.pathsep.join(paths)
-    return runtime_env
-
-
-@contextlib.contextmanager
-def _local_ray_environment(spec_dir: Path | None) -> Iterator[None]:
-    """The runtime env's variables set in this process while it starts a local Ray.
-
-    The local Ray's processes inherit them. A job-level runtime env would do the same, but
-    then Ray cannot hand a new actor one of its prestarted idle worker processes (they were
-    started without that env): every actor of every trial (Train's controller and its helpers,
-    the workers) would wait for a fresh process.
-    """
-    env_vars = _runtime_env(spec_dir, remote=False)["env_vars"]
-    saved = {name: os.environ.get(name) for name in env_vars}
-    os.environ.update(env_vars)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
-def start_local_ray(spec_dir: Path | None = None, **init_kwargs: Any) -> Any:
-    """Starts a new local Ray the way `sweeplab sweep` does (no ``--address``)."""
-    import ray
-
-    with _local_ray_environment(spec_dir):
-        return ray.init(address="local", **init_kwargs)
-
-
-def _quiet_libraries() -> None:
-    """Keeps Tune's, MLflow's and Optuna's chatter off the terminal: the live table shows it."""
-    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
-    import mlflow  # noqa: F401  (mlflow sets its loggers' levels when imported)
-
-    for name in ("mlflow", "alembic", "optuna"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-    try:
-        import optuna
-
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
-    except ImportError:  # pragma: no cover - optuna is a dependency
-        pass
-
-
-def _pickle_spec_by_value(sweep: Sweep) -> None:
-    """Ray workers cannot import a spec file loaded from a path: ship its functions by value."""
-    import ray.cloudpickle
-
-    module = sys.modules.get(getattr(sweep.train_func, "__module__", "") or "")
-    if module is not None and module.__name__.startswith("sweeplab_spec_"):
-        ray.cloudpickle.register_pickle_by_value(module)
-
-
-def _cluster_nodes() -> list[dict[str, float]]:
-    import ray
-
-    return [
-        {k: float(v) for k, v in node["Resources"].items() if not k.startswith("node:")}
-        for node in ray.nodes()
-        if node.get("Alive")
-    ]
-
-
 def run_sweep(
     sweep: Sweep, options: SweepOptions | None = None, *, warm_start: WarmStartPlan | None = None
 ) -> SweepOutcome:
@@ -231,36 +142,14 @@ def run_sweep(
     _prepare_storage(run_dir)
     started = time.monotonic()
 
-    import ray
-
-    _quiet_libraries()
-    _pickle_spec_by_value(sweep)
+    quiet_libraries()
+    pickle_spec_by_value(sweep)
     spec_dir = options.spec_path.resolve().parent if options.spec_path else None
     ray_log = run_dir / "ray.log"
-    with _ray_logs_to(ray_log):
-        ray_started_here = not ray.is_initialized()
-        if ray_started_here:
-            settings = {
-                "log_to_driver": False,
-                "dashboard_host": "127.0.0.1",
-                "configure_logging": True,
-                "logging_level": logging.WARNING,
-            }
-            if remote:
-                ray.init(
-                    address=options.address, runtime_env=_runtime_env(spec_dir, remote), **settings
-                )
-            else:
-                start_local_ray(spec_dir, include_dashboard=True, **settings)
-        try:
-            if plan is None or not ray_started_here:
-                plan = plan_resources(sweep, _cluster_nodes())
-            return _run_on_ray(
-                sweep, options, plan, run_dir, sweep_dir, started, ray_log, warm_start
-            )
-        finally:
-            if ray_started_here:
-                ray.shutdown()
+    with ray_session(address=options.address, spec_dir=spec_dir, log_path=ray_log) as started_here:
+        if plan is None or not started_here:
+            plan = plan_resources(sweep, cluster_nodes())
+        return _run_on_ray(sweep, options, plan, run_dir, sweep_dir, started, ray_log, warm_start)
 
 
 def _run_on_ray(
@@ -285,7 +174,9 @@ def _run_on_ray(
         if warm_start is not None:
             tracker.log_warm_start(warm_start.source, warm_start.to_dict())
 
-    settings = TrialSettings(
+    scheduler = build_scheduler(sweep, _exploit_hook, exploit_dir=str(run_dir / "pbt-exploits"))
+    traits = scheduler_traits(scheduler)
+    trial_settings = TrialSettings(
         train_func=sweep.train_func,
         decode=lambda config: decode_config(space, config),
         metric=sweep.metric,
@@ -299,7 +190,7 @@ def _run_on_ray(
         metrics_from=sweep.metrics_from,
         train_storage=str(run_dir / "train"),
     )
-    trainable = make_trainable(settings)
+    trainable = make_trainable(trial_settings)
     table = LiveTable(
         metric=sweep.metric,
         mode=sweep.mode,
@@ -308,12 +199,24 @@ def _run_on_ray(
     )
     from sweeplab.engine._orphans import OrphanGroupReaper
     from sweeplab.engine._relay import SINKS, RelayCallback
+    from sweeplab.engine._tune_events import TuneEvents
 
+    callbacks: list[SweepCallback] = [table]
+    if tracker is not None:
+        from sweeplab.tracking._callback import TrackerEvents
+
+        callbacks.append(TrackerEvents(tracker))
+    callbacks.extend(options.callbacks)
     SINKS.clear()
-    SINKS.append(make_display_callback(table))
+    SINKS.append(
+        TuneEvents(
+            callbacks,
+            max_iterations=sweep.max_iterations,
+            decode=lambda config: decode_config(space, config),
+        )
+    )
     SINKS.append(OrphanGroupReaper())
     if tracker is not None:
-        SINKS.append(tracker.tune_callback())
         SINKS.append(tracker)  # PBT's exploits reach it through `_exploit_hook`
     tune_path = run_dir / "tune"
     if options.resume and tune.Tuner.can_restore(str(tune_path)):
@@ -331,22 +234,19 @@ def _run_on_ray(
                 metric=sweep.metric,
                 mode=sweep.mode,
                 search_alg=search.search_alg,
-                scheduler=build_scheduler(
-                    sweep, _exploit_hook, exploit_dir=str(run_dir / "pbt-exploits")
-                ),
+                scheduler=scheduler,
                 num_samples=search.num_samples,
                 max_concurrent_trials=plan.concurrency,
                 time_budget_s=sweep.time_budget_s,
-                reuse_actors=_reuse_actors(sweep, settings),
+                reuse_actors=_reuse_actors(traits, trial_settings),
             ),
             run_config=tune.RunConfig(
                 name="tune",
                 storage_path=str(run_dir),
                 verbose=0,
                 callbacks=[RelayCallback()],
-                checkpoint_config=tune.CheckpointConfig(
-                    num_to_keep=4 if sweep.scheduler == "pbt" else 2
-                ),
+                # An exploit restarts a trial from a donor's checkpoint, which must still exist.
+                checkpoint_config=tune.CheckpointConfig(num_to_keep=4 if traits.exploits else 2),
                 failure_config=tune.FailureConfig(max_failures=sweep.max_failures),
             ),
         )
@@ -377,7 +277,7 @@ def _run_on_ray(
     best = best_config_document(summary, sweep.name)
     for folder in (run_dir, sweep_dir):
         (folder / "best_config.json").write_text(json.dumps(best, indent=2))
-    return SweepOutcome(
+    outcome = SweepOutcome(
         sweep=sweep,
         storage_dir=run_dir,
         best=best,
@@ -389,23 +289,22 @@ def _run_on_ray(
         warm_start=warm_start,
         warnings=tuple(w for w in [table.data_wait_warning()] if w),
     )
+    for callback in callbacks:
+        callback.on_sweep_end(outcome)
+    return outcome
 
 
-# Schedulers under which a finished trial's actor runs the next trial. HyperBand pauses trials
-# and resumes them later; with reused actors a sweep was seen to wait forever for resources
-# (paused trials' cached actors held both CPUs), so it, PBT and configured schedulers start a
-# fresh actor per trial.
-_REUSE_UNDER = ("fifo", "asha", "median")
-
-
-def _reuse_actors(sweep: Sweep, settings: TrialSettings) -> bool:
-    """Whether Tune reuses trial actors: one-worker trials under non-pausing schedulers.
+def _reuse_actors(traits: SchedulerTraits, trial_settings: TrialSettings) -> bool:
+    """Whether Tune reuses trial actors.
 
     Starting a trial actor costs about a second (a process, Ray's and the spec's imports);
-    a reused one starts the next trial in milliseconds. A trainer group's driver is not reused:
-    its group is aborted when the trial stops, which a reused actor would skip.
+    a reused one starts the next trial in milliseconds. One-worker trials run in their actor
+    and are reused under schedulers that neither pause nor exploit trials: under HyperBand,
+    with reused actors, a sweep was seen to wait forever for resources (paused trials' cached
+    actors held both CPUs). A per-trial group's driver is not reused: its group is aborted
+    when the trial stops, which a reused actor would skip.
     """
-    return settings.in_process and sweep.scheduler in _REUSE_UNDER
+    return trial_settings.in_process and not (traits.pauses or traits.exploits)
 
 
 def _exploit_hook(trial_id: str, donor_id: str, iteration: int, config: dict[str, Any]) -> None:
@@ -429,7 +328,7 @@ def _make_tracker(sweep: Sweep, options: SweepOptions, run_dir: Path, plan: Reso
         metric=sweep.metric,
         mode=sweep.mode,
         rank_by=sweep.rank_by,
-        settings=_settings(sweep, plan),
+        settings=_recorded_settings(sweep, plan),
         spec_path=options.spec_path,
         space_yaml=space.to_yaml(),
         config_decoder=lambda config: decode_config(space, config),
@@ -440,7 +339,8 @@ def _make_tracker(sweep: Sweep, options: SweepOptions, run_dir: Path, plan: Reso
     )
 
 
-def _settings(sweep: Sweep, plan: ResourcePlan) -> dict[str, Any]:
+def _recorded_settings(sweep: Sweep, plan: ResourcePlan) -> dict[str, Any]:
+    """The sweep's settings as sweep.json and the parent run's params record them."""
     return {
         "searcher": sweep.searcher_name,
         "scheduler": sweep.scheduler_name,
@@ -465,7 +365,7 @@ def _describe(sweep: Sweep, options: SweepOptions, plan: ResourcePlan, ray_log: 
     return {
         "name": sweep.name,
         "spec": str(options.spec_path) if options.spec_path else None,
-        "settings": _settings(sweep, plan),
+        "settings": _recorded_settings(sweep, plan),
         "ray_log": str(ray_log),
         "python": sys.version.split()[0],
     }

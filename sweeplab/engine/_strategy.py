@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -14,9 +15,53 @@ from sweeplab.engine._plan import (
 from sweeplab.engine._warm import WarmStartPlan
 from sweeplab.spec import Sweep
 
-__all__ = ["build_scheduler", "build_search"]
+__all__ = ["SchedulerTraits", "build_scheduler", "build_search", "scheduler_traits"]
 
 ExploitHook = Callable[[str, str, int, dict[str, Any]], None]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SchedulerTraits:
+    """What a Tune scheduler does to trials besides letting them run or stopping them.
+
+    Attributes:
+        pauses: It pauses trials and resumes them later (their actors, if reused, stay held).
+        exploits: It replaces a trial's config and weights with another trial's (PBT).
+    """
+
+    pauses: bool
+    exploits: bool
+
+
+def scheduler_traits(scheduler: Any) -> SchedulerTraits:
+    """The traits of a Tune scheduler object, from its class (a subclass has its base's).
+
+    ASHA, median stopping (with ``hard_stop``) and FIFO only stop trials; synchronous
+    HyperBand (and BOHB) pauses them; PBT (and PB2) pauses and exploits. A scheduler of
+    another class is assumed to pause: reusing actors under a pausing scheduler was seen to
+    wait forever for resources, while not reusing them only costs start-up time.
+    """
+    from ray.tune.schedulers import (
+        AsyncHyperBandScheduler,
+        FIFOScheduler,
+        HyperBandScheduler,
+        MedianStoppingRule,
+        PopulationBasedTraining,
+    )
+
+    if isinstance(scheduler, PopulationBasedTraining):
+        return SchedulerTraits(pauses=True, exploits=True)
+    if isinstance(scheduler, HyperBandScheduler):
+        return SchedulerTraits(pauses=True, exploits=False)
+    if isinstance(scheduler, MedianStoppingRule):
+        # `hard_stop=False` pauses instead of stopping; the rule keeps the flag in a private
+        # attribute (no public accessor), so a rule without it is taken to pause.
+        return SchedulerTraits(
+            pauses=getattr(scheduler, "_hard_stop", False) is not True, exploits=False
+        )
+    if isinstance(scheduler, AsyncHyperBandScheduler) or type(scheduler) is FIFOScheduler:
+        return SchedulerTraits(pauses=False, exploits=False)
+    return SchedulerTraits(pauses=True, exploits=False)
 
 
 def build_scheduler(

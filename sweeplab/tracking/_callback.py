@@ -2,56 +2,62 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ray.tune import Callback
+from sweeplab.engine._callbacks import SweepCallback, TrialView
+from sweeplab.engine._tune_events import TuneEvents
 
 if TYPE_CHECKING:
     from sweeplab.tracking._tracker import SweepTracker
 
 
-class MlflowTrialCallback(Callback):
-    """Forwards Tune's trial events to a tracker; runs on the driver and never blocks on I/O."""
+class TrackerEvents(SweepCallback):
+    """The sweep's trial events, recorded by a tracker; runs on the driver, never blocks on I/O.
+
+    The tracker reads Tune's own record of each trial (its config as Tune holds it, its
+    folder for a resumed sweep's backfill, its error file), so its MLflow data stay those of
+    the Tune trial.
+    """
 
     def __init__(self, tracker: SweepTracker) -> None:
         self._tracker: Any = tracker
+
+    def on_trial_add(self, trial: TrialView) -> None:
+        self._tracker._register(trial._tune_trial)
+
+    def on_trial_start(self, trial: TrialView) -> None:
+        self._tracker._on_start(trial._tune_trial)
+
+    def on_trial_retry(self, trial: TrialView) -> None:
+        self._tracker._on_recover(trial._tune_trial)
+
+    def on_trial_result(self, trial: TrialView, result: Mapping[str, Any]) -> None:
+        self._tracker._on_result(trial._tune_trial, result)
+
+    # The tracker tells a stopped trial from a complete one itself, from what it recorded
+    # (a resumed sweep's earlier results included).
+    def on_trial_complete(self, trial: TrialView) -> None:
+        self._tracker._on_complete(trial._tune_trial)
+
+    def on_trial_stop(self, trial: TrialView) -> None:
+        self._tracker._on_complete(trial._tune_trial)
+
+    def on_trial_error(self, trial: TrialView) -> None:
+        self._tracker._on_error(trial._tune_trial)
+
+
+class MlflowTrialCallback(TuneEvents):
+    """Tune's callback for a tracker used with plain Ray Tune (``tracker.tune_callback()``)."""
+
+    def __init__(self, tracker: SweepTracker) -> None:
+        super().__init__([TrackerEvents(tracker)], max_iterations=tracker.max_iterations)
 
     # Tune pickles its RunConfig (callbacks included) into the experiment folder. The tracker
     # holds threads and clients, so a restored copy of this callback is inert: a resumed sweep
     # passes a fresh ``tracker.tune_callback()`` instead (see docs/tracking.md).
     def __getstate__(self) -> dict[str, Any]:
-        return {"_tracker": None}
+        return {}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self._tracker = _Inert()
-
-    def on_step_begin(self, iteration: int, trials: list[Any], **info: Any) -> None:
-        for trial in trials:
-            self._tracker._register(trial)
-
-    def on_trial_start(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
-        self._tracker._on_start(trial)
-
-    def on_trial_restore(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
-        self._tracker._on_start(trial)
-
-    def on_trial_recover(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
-        self._tracker._on_recover(trial)
-
-    def on_trial_result(
-        self, iteration: int, trials: list[Any], trial: Any, result: dict, **info: Any
-    ) -> None:
-        self._tracker._on_result(trial, result)
-
-    def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
-        self._tracker._on_complete(trial)
-
-    def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
-        self._tracker._on_error(trial)
-
-
-class _Inert:
-    """Stands in for the tracker in an unpickled callback: ignores every event."""
-
-    def __getattr__(self, name: str) -> Any:
-        return lambda *args, **kwargs: None
+        TuneEvents.__init__(self, [])
