@@ -83,6 +83,9 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--address", help="Ray cluster address (default: this machine)")
 
     ui = sub.add_parser("ui", help="start the MLflow UI on the tracking store (127.0.0.1)")
+    ui.add_argument(
+        "sweep", nargs="?", help="sweep whose training runs to open (default: list every sweep)"
+    )
     _tracking_arg(ui)
     ui.add_argument("--port", type=_positive_int, default=5000)
     return parser
@@ -323,30 +326,30 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 def _cmd_ui(args: argparse.Namespace) -> int:
     import os
-    import subprocess
 
-    uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or "sqlite:///mlflow.db"
-    if uri.startswith(("http://", "https://")):
+    from sweeplab.report._ui import (
+        DEFAULT_URI,
+        mlflow_ui_command,
+        runs_url,
+        serve,
+        sweep_experiments,
+    )
+
+    uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+    server = uri.startswith(("http://", "https://"))
+    # An unknown sweep: exit 2, nothing started. A server is asked only about the sweep named.
+    pages = sweep_experiments(uri, args.sweep) if args.sweep or not server else []
+    if server:
         print(f"The tracking store is a server already: open {uri}")
+        for name, experiment_id in pages:
+            print(f"  sweep {name}: {runs_url(uri, experiment_id)}")
         return EXIT_OK
     address = f"http://127.0.0.1:{args.port}"
-    print(f"MLflow UI on {uri}: {address} (Ctrl-C to stop)", flush=True)
-    command = [
-        sys.executable,
-        "-m",
-        "mlflow",
-        "ui",
-        "--backend-store-uri",
-        uri,
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(args.port),
-    ]
-    try:
-        return subprocess.call(command)
-    except KeyboardInterrupt:
-        return EXIT_OK
+    print(f"MLflow UI on {uri}: {address} (Ctrl-C to stop)")
+    for name, experiment_id in pages:
+        print(f"  sweep {name}: {runs_url(address, experiment_id)}")
+    sys.stdout.flush()
+    return serve(mlflow_ui_command(uri, args.port))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,9 +1,7 @@
-"""``sweeplab report``: one self-contained HTML file (inline CSS, figures as base64 PNG)."""
+"""``sweeplab report``: one self-contained HTML file (inline CSS, plotly.js inlined once)."""
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 import math
 from datetime import datetime, timezone
@@ -11,14 +9,15 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sweeplab.report._figures import importance_figure, learning_curves, parallel_coordinates
-from sweeplab.report._importance import parameter_importance
+from sweeplab.report._figures import parameter_importance, sweep_figures
+from sweeplab.report._study import read_space, sweep_study
 from sweeplab.report._table import ranked_table
 
 if TYPE_CHECKING:
     import pandas as pd
-    from matplotlib.figure import Figure
+    from plotly.graph_objects import Figure
 
+    from sweeplab.space import Space
     from sweeplab.tracking import SweepData
 
 CSS = """
@@ -43,21 +42,31 @@ tr.best td { background: #e6f4ea; font-weight: 600; }
 .scroll { overflow-x: auto; }
 figure { margin: 0; background: #fff; border: 1px solid #e1e5eb; border-radius: 8px;
          padding: 8px; }
-figure img { max-width: 100%; height: auto; display: block; margin: 0 auto; }
 figcaption, .note { color: #5b6475; font-size: 0.85rem; margin-top: 6px; }
 pre { background: #fff; border: 1px solid #e1e5eb; border-radius: 8px; padding: 12px;
       overflow-x: auto; }
 """
 
 
-def _png(figure: Figure) -> str:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=100)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
+def _plotly_js() -> str:
+    from plotly.offline import get_plotlyjs
+
+    # Inside a <script> element only "</script" could end it early; the bundle has none, but a
+    # future one must not break the page.
+    return get_plotlyjs().replace("</script", "<\\/script")
 
 
-def _img(figure: Figure, alt: str) -> str:
-    return f'<img alt="{escape(alt)}" src="data:image/png;base64,{_png(figure)}">'
+def _div(figure: Figure) -> str:
+    # plotly.js is inlined once in the head; each figure is its div and a Plotly.newPlot call.
+    # No logo link and no MathJax: the page fetches nothing.
+    return str(
+        figure.to_html(
+            full_html=False,
+            include_plotlyjs=False,
+            include_mathjax=False,
+            config={"displaylogo": False, "responsive": True},
+        )
+    )
 
 
 def _cell(value: Any) -> str:
@@ -125,16 +134,55 @@ def _facts(data: SweepData, wall_time: str) -> list[tuple[str, str]]:
     ]
 
 
-def render_report(data: SweepData, *, wall_time: str = "unknown") -> str:
-    """The report of a loaded sweep as one HTML document (no external resource)."""
-    importance = parameter_importance(data)
+_SECTIONS = [
+    (
+        "learning-curves",
+        "Learning curves",
+        "learning curves",
+        "The metric at each reported step, one line per trial, stopped trials included"
+        " (Optuna's intermediate values).",
+    ),
+    (
+        "parallel-coordinates",
+        "Parallel coordinates",
+        "parallel coordinates",
+        "Finished trials only. Log-scale params are drawn on log axes; a param of a branch"
+        " the trial did not take sits on the separate mark below its axis.",
+    ),
+    (
+        "slice",
+        "Slice",
+        "slice",
+        "Each param against the metric, over the finished trials that have it.",
+    ),
+    (
+        "optimization-history",
+        "Optimisation history",
+        "optimization history",
+        "The finished trials in the order Tune created them, and the best value so far.",
+    ),
+    ("importance", "Parameter importance", "parameter importance", ""),
+]
+
+
+def render_report(
+    data: SweepData, *, space: Space | None = None, wall_time: str = "unknown"
+) -> str:
+    """The report of a loaded sweep as one HTML document (no external resource).
+
+    ``space`` is the sweep's search space (see :func:`sweep_study`); ``None`` infers the
+    distributions from the observed values.
+    """
+    study = sweep_study(data, space=space)
+    figures = sweep_figures(study, metric=data.metric or "Objective Value")
+    importance = parameter_importance(study)
     table = ranked_table(data)
     facts = "".join(
         f'<div class="fact"><b>{escape(k)}</b><span>{escape(v)}</span></div>'
         for k, v in _facts(data, wall_time)
     )
     note = importance.attrs.get("note")
-    importance_note = f'<p class="note">{escape(note)}</p>' if note else ""
+    importance_note = escape(note) if note else ""
     best_config = json.dumps(data.best.get("config", {}), indent=2, sort_keys=True, default=str)
     best_meta = {k: v for k, v in data.best.items() if k != "config"}
     name = escape(data.name)
@@ -143,26 +191,26 @@ def render_report(data: SweepData, *, wall_time: str = "unknown") -> str:
         f'<p class="sub">parent run {escape(data.parent_run_id)}</p>'
         f'<div class="facts">{facts}</div></header>',
         '<section id="trials"><h2>Trials by rank</h2>'
-        f"{_table(table, data.best.get('trial_id'))}</section>",
-        '<section id="learning-curves"><h2>Learning curves</h2><figure>'
-        f"{_img(learning_curves(data), f'{data.metric} per step by trial')}"
-        "<figcaption>Darker is a better rank; the best trial is drawn thick.</figcaption>"
-        "</figure></section>",
-        '<section id="parallel-coordinates"><h2>Parallel coordinates</h2><figure>'
-        f"{_img(parallel_coordinates(data), 'config params and metric by trial')}"
-        "<figcaption>One line per trial with a value; <i>n/a</i>: param of a branch the trial"
-        " did not take.</figcaption></figure></section>",
-        '<section id="importance"><h2>Parameter importance</h2><figure>'
-        f"{_img(importance_figure(importance), 'fANOVA parameter importance')}"
-        f"</figure>{importance_note}</section>",
+        f"{_table(table, data.best.get('trial_id'))}"
+        '<p class="note">Every trial with its status and every config param; an empty cell is a'
+        " param of a conditional branch the trial did not take.</p></section>",
+    ]
+    for anchor, heading, key, caption in _SECTIONS:
+        caption = caption or importance_note
+        sections.append(
+            f'<section id="{anchor}"><h2>{heading}</h2><figure>{_div(figures[key])}'
+            f"<figcaption>{caption}</figcaption></figure></section>"
+        )
+    sections.append(
         '<section id="best-config"><h2>Best config</h2>'
         f"<pre>{escape(best_config)}</pre>"
         f"<pre>{escape(json.dumps(best_meta, indent=2, sort_keys=True, default=str))}</pre>"
-        "</section>",
-    ]
+        "</section>"
+    )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>sweeplab report: {name}</title><style>{CSS}</style></head>"
+        f"<title>sweeplab report: {name}</title><style>{CSS}</style>"
+        f'<script type="text/javascript">{_plotly_js()}</script></head>'
         f"<body><main>{''.join(sections)}</main></body></html>\n"
     )
 
@@ -170,10 +218,11 @@ def render_report(data: SweepData, *, wall_time: str = "unknown") -> str:
 def write_report(sweep_name: str, out_path: str | Path, *, tracking_uri: str | None = None) -> Path:
     """Writes the HTML report of a sweep's latest execution and returns its path.
 
-    The file is self-contained (inline CSS, figures as base64 PNG, no script): a header (sweep
-    name, searcher, scheduler, trials by status, best metric, wall time of the parent run), the
-    ranked trial table, learning curves, parallel coordinates, parameter importance and the
-    best config.
+    The file is self-contained and works offline (inline CSS, plotly.js inlined once, each
+    figure a plotly div): a header (sweep name, searcher, scheduler, trials by status, best
+    metric, wall time of the parent run), the ranked trial table, and Optuna's views of the
+    sweep's study (:func:`sweep_study`): learning curves, parallel coordinates, slice,
+    optimisation history, parameter importance; then the best config.
 
     Raises:
         UnknownSweepError: No sweep of that name in the tracking store.
@@ -181,7 +230,11 @@ def write_report(sweep_name: str, out_path: str | Path, *, tracking_uri: str | N
     from sweeplab.tracking import load_sweep
 
     data = load_sweep(sweep_name, tracking_uri=tracking_uri)
-    html = render_report(data, wall_time=_wall_time(tracking_uri, data.parent_run_id))
+    html = render_report(
+        data,
+        space=read_space(data, tracking_uri=tracking_uri),
+        wall_time=_wall_time(tracking_uri, data.parent_run_id),
+    )
     path = Path(out_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html, encoding="utf-8")

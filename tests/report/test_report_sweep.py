@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import base64
 import os
 import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,50 +17,9 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "compare_trials.ipynb"
 SCREENSHOT = ROOT / "docs" / "images" / "report.png"
-SPACE = (
-    '{"x": uniform(0, 1), "opt": choice({"sgd": {"lr": loguniform(1e-3, 1e-1)}, '
-    '"adam": {"beta": uniform(0.8, 0.99)}})}'
-)
 
 
-@dataclass
-class RecordedSweep:
-    name: str
-    folder: Path
-    tracking_uri: str
-    best_trial_id: str
-
-
-@pytest.fixture(scope="module")
-def recorded(ray_local: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RecordedSweep]:
-    """Four one-worker trials of the toy spec, a conditional space, Optuna + ASHA."""
-    sys.path.insert(0, str(ROOT / "tests" / "engine"))
-    try:
-        from toy_spec import write_spec
-    finally:
-        sys.path.remove(str(ROOT / "tests" / "engine"))
-    import sweeplab
-    from sweeplab.engine import SweepOptions, run_sweep
-
-    folder = tmp_path_factory.mktemp("report_sweep")
-    spec = write_spec(
-        folder,
-        f'name="report-toy", space={SPACE}, metric="loss", mode="min", searcher="optuna", '
-        'scheduler="asha", max_iterations=3, num_trials=4, seed=1',
-        epochs=3,
-        sleep=0.01,
-        checkpoint_every=3,
-    )
-    uri = f"sqlite:///{folder / 'mlflow.db'}"
-    run_sweep(
-        sweeplab.load_spec(spec),
-        SweepOptions(spec_path=spec, storage=folder / "runs", tracking_uri=uri, live=False),
-    )
-    best = sweeplab.best_trial("report-toy", tracking_uri=uri)
-    yield RecordedSweep("report-toy", folder, uri, best["trial_id"])
-
-
-def test_notebook_runs_end_to_end(recorded: RecordedSweep, tmp_path: Path) -> None:
+def test_notebook_runs_end_to_end(recorded: Any, tmp_path: Path) -> None:
     import nbformat
     from nbclient import NotebookClient
 
@@ -80,8 +36,10 @@ def test_notebook_runs_end_to_end(recorded: RecordedSweep, tmp_path: Path) -> No
     ).execute()
     outputs = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
-    images = [o for o in outputs if "image/png" in o.get("data", {})]
-    assert len(images) >= 3, "learning curves, parallel coordinates and importance"
+    figures = [o for o in outputs if "application/vnd.plotly.v1+json" in o.get("data", {})]
+    assert len(figures) == 5, "learning curves, parallel coords, slice, history, importance"
+    html = [o["data"]["text/html"] for o in figures]
+    assert all("Plotly.newPlot" in h and "cdn." not in h for h in html), "offline HTML"
     text = "".join(
         o.get("text", "") + str(o.get("data", {}).get("text/plain", "")) for o in outputs
     )
@@ -90,7 +48,7 @@ def test_notebook_runs_end_to_end(recorded: RecordedSweep, tmp_path: Path) -> No
 
 
 def test_report_is_self_contained_and_renders(
-    recorded: RecordedSweep, tmp_path: Path, render: Any, pixel_std: Any
+    recorded: Any, tmp_path: Path, render: Any, pixel_std: Any
 ) -> None:
     out = tmp_path / "report.html"
     result = subprocess.run(
@@ -112,24 +70,29 @@ def test_report_is_self_contained_and_renders(
     )
     assert result.returncode == 0, result.stderr[-3000:]
     html = out.read_text()
-    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", html, re.I)
-    assert "<script" not in html and "@import" not in html and "url(" not in html
+    assert not re.search(r"<script[^>]*\ssrc\s*=", html, re.I), "a script fetched from elsewhere"
+    assert not re.search(r"<(link|img|iframe)\b", html, re.I)
+    from plotly.offline import get_plotlyjs
+
+    assert html.count(get_plotlyjs()[:300]) == 1, "plotly.js inlined exactly once"
     for section in (
         "Trials by rank",
         "Learning curves",
         "Parallel coordinates",
+        "Slice",
+        "Optimisation history",
         "Parameter importance",
         "Best config",
     ):
         assert section in html
     for word in ("optuna", "asha", "report-toy", recorded.best_trial_id, "wall time"):
         assert word in html
-    images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
-    assert len(images) == 3
-    assert all(base64.b64decode(i).startswith(b"\x89PNG") for i in images)
+    assert html.count('class="plotly-graph-div"') == 5
 
     rendered = render(out, tmp_path / "report.png")
     assert rendered.console == [], "the page logged to the console"
+    assert rendered.requests == [], "the page fetched something"
+    assert rendered.dom.count('class="main-svg"') >= 5, "plotly drew no figure"
     assert rendered.screenshot.stat().st_size > 10_000
     assert pixel_std(rendered.screenshot) > 0.05, "the screenshot is blank"
     if os.environ.get("SWEEPLAB_UPDATE_SCREENSHOT") == "1":
@@ -138,7 +101,7 @@ def test_report_is_self_contained_and_renders(
 
 
 def test_unknown_sweep_exits_2_with_one_line(
-    recorded: RecordedSweep, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    recorded: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """In-process through the CLI's `main` (the subprocess path is covered above)."""
     from sweeplab.cli import main
@@ -150,3 +113,24 @@ def test_unknown_sweep_exits_2_with_one_line(
     assert len(lines) == 1, lines
     assert lines[0].startswith("sweeplab: error: No sweep named 'nope'")
     assert not out.exists()
+
+
+def test_study_of_the_recorded_sweep(recorded: Any) -> None:
+    from optuna.distributions import FloatDistribution
+
+    import sweeplab
+    from sweeplab.report import read_space, sweep_study
+
+    data = sweeplab.load_sweep(recorded.name, tracking_uri=recorded.tracking_uri)
+    space = read_space(data, tracking_uri=recorded.tracking_uri)
+    assert space is not None, "the sweep's logged space"
+    study = sweep_study(data, space=space)
+    assert len(study.trials) == len(data.trials) == 4
+    states = {t.user_attrs["trial_id"]: t.state.name for t in study.trials}
+    expected = {"finished": "COMPLETE", "stopped_early": "PRUNED"}
+    assert states == {
+        row.trial_id: expected.get(row.status, "FAIL") for row in data.trials.itertuples()
+    }
+    lr = [t.distributions["opt.lr"] for t in study.trials if "opt.lr" in t.params]
+    assert all(d == FloatDistribution(1e-3, 1e-1, log=True) for d in lr)
+    assert all(t.intermediate_values for t in study.trials)

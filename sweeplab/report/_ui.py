@@ -1,0 +1,183 @@
+"""``sweeplab ui``: the MLflow UI on a local tracking store, and no server left behind.
+
+The server runs under a guard: a small process in its own session that starts the server in a
+process group of its own and ends that whole group (uvicorn's workers included) as soon as the
+``sweeplab ui`` process is gone, however it went (Ctrl-C, SIGTERM, SIGKILL). The guard learns
+of that from a pipe whose only writer is ``sweeplab ui``: the kernel closes it when the process
+dies, and the guard reads end-of-file.
+
+Run as ``python -m sweeplab.report._ui FD GRACE_S -- COMMAND...`` it is that guard.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+DEFAULT_URI = "sqlite:///mlflow.db"
+GRACE_S = 5.0
+
+
+def runs_url(root: str, experiment_id: str) -> str:
+    """The MLflow UI's page of an experiment's training runs (MLflow 3's hash route)."""
+    return f"{root.rstrip('/')}/#/experiments/{experiment_id}/runs"
+
+
+def sweep_experiments(tracking_uri: str, sweep: str | None = None) -> list[tuple[str, str]]:
+    """``(sweep name, experiment id)`` of one sweep, or of every sweep in the store (newest
+    first; none when a SQLite store does not exist yet, which this does not create).
+
+    Raises:
+        UnknownSweepError: ``sweep`` is not in the tracking store.
+    """
+    from sweeplab.tracking import list_sweeps
+    from sweeplab.tracking._read import _check_store, _client, _latest_parent
+
+    if sweep is not None:
+        _check_store(tracking_uri, sweep)
+        client, uri = _client(tracking_uri)
+        parent = _latest_parent(client, sweep, uri)
+        return [(sweep, str(parent.info.experiment_id))]
+    if tracking_uri.startswith("sqlite:///") and not Path(tracking_uri[10:]).exists():
+        return []
+    client, _ = _client(tracking_uri)
+    pages = []
+    for name in list_sweeps(tracking_uri)["sweep"]:
+        experiment = client.get_experiment_by_name(name)
+        if experiment is not None:
+            pages.append((str(name), str(experiment.experiment_id)))
+    return pages
+
+
+def mlflow_ui_command(tracking_uri: str, port: int) -> list[str]:
+    """The MLflow UI on ``tracking_uri``, bound to 127.0.0.1."""
+    return [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "ui",
+        "--backend-store-uri",
+        tracking_uri,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
+
+
+class _Stop(Exception):
+    """SIGTERM, raised in the main thread so that the server is ended before exiting."""
+
+
+def _raise_stop(signum: int, frame: Any) -> None:
+    raise _Stop
+
+
+def serve(command: Sequence[str], *, grace_s: float = GRACE_S) -> int:
+    """Runs ``command`` under a guard until it exits, Ctrl-C or SIGTERM; returns its status
+    (0 when stopped). When this process dies in any way, the guard ends the command's whole
+    process group: SIGTERM, then SIGKILL after ``grace_s``."""
+    read_fd, write_fd = os.pipe()
+    guard = subprocess.Popen(
+        [sys.executable, "-m", "sweeplab.report._ui", str(read_fd), str(grace_s), "--", *command],
+        pass_fds=(read_fd,),
+        # Its own session: Ctrl-C in the terminal reaches this process only, which then ends the
+        # server in order, rather than the server's workers each handling SIGINT on their own.
+        start_new_session=True,
+    )
+    os.close(read_fd)
+    previous = signal.signal(signal.SIGTERM, _raise_stop)
+    try:
+        return guard.wait()
+    except (KeyboardInterrupt, _Stop):
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        os.close(write_fd)  # the guard reads end-of-file and ends the server's group
+        try:
+            guard.wait(timeout=grace_s + 10)
+        except subprocess.TimeoutExpired:
+            guard.kill()
+
+
+def _become_subreaper() -> None:
+    # Linux: orphans of the server's group (a worker whose parent died first) are re-parented to
+    # the guard, which reaps them, so an empty group is seen as empty rather than as zombies
+    # that PID 1 of a container may never reap.
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_child_subreaper = 36
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_child_subreaper, 1, 0, 0, 0)
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _group_alive(pgid: int) -> bool:
+    _reap()
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _end_group(pgid: int, grace_s: float) -> None:
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            if not _group_alive(pgid):
+                return
+            time.sleep(0.05)
+
+
+def _guard(read_fd: int, grace_s: float, command: Sequence[str]) -> int:
+    _become_subreaper()
+    server = subprocess.Popen(list(command), start_new_session=True)
+    # Set after the start: ignored signals stay ignored across exec.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    stop: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop.append(signum))
+    status: int | None = None
+    while not stop:
+        try:
+            ready, _, _ = select.select([read_fd], [], [], 0.2)
+        except InterruptedError:
+            continue
+        if ready and not os.read(read_fd, 1024):
+            break  # end-of-file: `sweeplab ui` is gone
+        status = server.poll()
+        if status is not None:
+            break
+    _end_group(server.pid, grace_s)
+    if status is None:
+        status = server.poll()
+    return 0 if status is None or stop or status < 0 else status
+
+
+if __name__ == "__main__":
+    fd, grace, separator, *rest = sys.argv[1:]
+    assert separator == "--", sys.argv
+    sys.exit(_guard(int(fd), float(grace), rest))
