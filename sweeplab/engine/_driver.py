@@ -52,11 +52,13 @@ class TrialSettings:
     max_failures: int
     metrics_from: str
     train_storage: str
+    # The actor names of the sweep's warm trial slots; empty: a trainer group per trial.
+    slots: tuple[str, ...] = ()
 
     @property
     def in_process(self) -> bool:
-        """A one-worker trial runs in its Tune trial's process: no group to start."""
-        return self.num_workers == 1
+        """A one-worker trial without slots runs in its Tune trial's process: no group to start."""
+        return self.num_workers == 1 and not self.slots
 
     @property
     def trial_resources(self) -> dict[str, float]:
@@ -163,6 +165,21 @@ def run_trial(config: dict[str, Any], settings: TrialSettings) -> None:
 
     trial_id = ray.tune.get_context().get_trial_id()
     user_config = settings.decode(config)
+    if settings.slots:
+        from sweeplab.engine._slots import run_in_slot
+
+        run_in_slot(
+            slots=settings.slots,
+            trial_id=trial_id,
+            config=user_config,
+            folder=Path(settings.train_storage, _attempt_name(settings.train_storage, trial_id)),
+            metric=settings.metric,
+            mode=settings.mode,
+            checkpoints_to_keep=settings.checkpoints_to_keep,
+            metrics_from=settings.metrics_from,
+            max_failures=settings.max_failures,
+        )
+        return
     if settings.in_process:
         from sweeplab.engine._local import run_in_trial
 
@@ -268,6 +285,9 @@ def make_trainable(settings: TrialSettings) -> Any:
 
     class SweeplabTrial(base):  # type: ignore[misc, valid-type]
         def cleanup(self) -> None:
+            from sweeplab.engine._slots import stop_current_run
+
+            stop_current_run()
             abort_running_groups()
             super().cleanup()
 

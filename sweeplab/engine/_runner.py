@@ -189,6 +189,7 @@ def _run_on_ray(
         max_failures=sweep.max_failures,
         metrics_from=sweep.metrics_from,
         train_storage=str(run_dir / "train"),
+        slots=_slot_names(sweep, traits, plan, run_dir),
     )
     trainable = make_trainable(trial_settings)
     table = LiveTable(
@@ -252,6 +253,7 @@ def _run_on_ray(
         )
     _write_json(run_dir / "sweep.json", _describe(sweep, options, plan, ray_log))
     status = "FAILED"
+    hosts = _start_slots(sweep, trial_settings, run_dir) if trial_settings.slots else []
     try:
         with _live(table, options.live):
             results = tuner.fit()
@@ -261,6 +263,10 @@ def _run_on_ray(
         status = "KILLED"
         raise
     finally:
+        if hosts:
+            from sweeplab.engine._slots import close_slots
+
+            close_slots(hosts)
         summary = tracker.finish(status=status) if tracker is not None else None
         SINKS.clear()
     from sweeplab.tracking import best_config_document, rank_tune_results
@@ -303,8 +309,43 @@ def _reuse_actors(traits: SchedulerTraits, trial_settings: TrialSettings) -> boo
     with reused actors, a sweep was seen to wait forever for resources (paused trials' cached
     actors held both CPUs). A per-trial group's driver is not reused: its group is aborted
     when the trial stops, which a reused actor would skip.
+    A slot's client holds no resources, so it is always reused.
     """
+    if trial_settings.slots:
+        return True
     return trial_settings.in_process and not (traits.pauses or traits.exploits)
+
+
+def _slot_names(
+    sweep: Sweep, traits: SchedulerTraits, plan: ResourcePlan, run_dir: Path
+) -> tuple[str, ...]:
+    """The actor names of the sweep's warm trial slots, or () for a group per trial.
+
+    Under a scheduler that pauses or exploits trials, one-worker trials run on slots too, so
+    that a resumed or exploited trial does not start a new trial actor.
+    """
+    from sweeplab.engine._slots import slot_name
+
+    if not sweep.reuse_groups or not isinstance(sweep.workers_per_trial, int):
+        return ()  # an elastic group resizes itself: it cannot be a fixed slot
+    if sweep.workers_per_trial == 1 and not (traits.pauses or traits.exploits):
+        return ()  # runs in its reused trial actor, with no group at all
+    prefix = f"sweeplab-{sweep.name}-{run_dir.name}"
+    return tuple(slot_name(prefix, i) for i in range(plan.concurrency))
+
+
+def _start_slots(sweep: Sweep, trial_settings: TrialSettings, run_dir: Path) -> list[Any]:
+    from sweeplab.engine._slots import start_slots
+
+    return start_slots(
+        names=trial_settings.slots,
+        train_func=trial_settings.train_func,
+        num_workers=int(sweep.workers_per_trial),  # type: ignore[arg-type]
+        use_gpu=trial_settings.use_gpu,
+        resources_per_worker=trial_settings.resources_per_worker,
+        placement_strategy=trial_settings.placement_strategy,
+        storage=str(run_dir / "train" / "slots"),
+    )
 
 
 def _exploit_hook(trial_id: str, donor_id: str, iteration: int, config: dict[str, Any]) -> None:

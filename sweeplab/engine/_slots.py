@@ -130,7 +130,7 @@ class _Run:
     latest_checkpoint: str | None = None
     restarts: int = 0
     ended: dict[int, Any] = dataclasses.field(default_factory=dict)  # rank -> outcome
-    error_since: float | None = None
+    in_report: set[int] = dataclasses.field(default_factory=set)  # ranks waiting in `report`
     closed: bool = False  # the driver has been told how the run ended
 
 
@@ -178,8 +178,17 @@ class SlotHost:
         )
         self._fit.start()
 
-    def _serve(self, *, train_func: Any, num_workers: int, use_gpu: bool, resources_per_worker,
-               placement_strategy: str, storage: str, name: str) -> None:
+    def _serve(
+        self,
+        *,
+        train_func: Any,
+        num_workers: int,
+        use_gpu: bool,
+        resources_per_worker,
+        placement_strategy: str,
+        storage: str,
+        name: str,
+    ) -> None:
         import ray
         import ray.train
         from ray.train.torch import TorchTrainer
@@ -251,7 +260,10 @@ class SlotHost:
                 if run is not None and run.events:
                     return run.events.pop(0)
                 if self._group_error is not None and (run is None or run.closed):
-                    return ("error", f"The trial slot's trainer group failed: {self._group_error!r}")
+                    return (
+                        "error",
+                        f"The trial slot's trainer group failed: {self._group_error!r}",
+                    )
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return None
@@ -296,9 +308,7 @@ class SlotHost:
                     self._pending = None
                     self._run = _Run(
                         assignment,
-                        _Shelf(
-                            assignment.metric, assignment.mode, assignment.checkpoints_to_keep
-                        ),
+                        _Shelf(assignment.metric, assignment.mode, assignment.checkpoints_to_keep),
                         latest_checkpoint=assignment.checkpoint,
                     )
                     self._workers = {rank: worker}
@@ -312,6 +322,7 @@ class SlotHost:
         self._workers = {}
         run.gathered.clear()
         run.ended.clear()
+        run.in_report.clear()
         if run.awaiting is not None:  # Tune has that result; the restarted ranks report anew
             run.decisions[run.awaiting] = LEAVE
             run.awaiting = None
@@ -376,11 +387,16 @@ class SlotHost:
                 run.awaiting = step
                 run.events.append(("report", (result, saved)))
                 self._cond.notify_all()
-            while step not in run.decisions:
-                if run.stopped or run is not self._run:
-                    return LEAVE
-                self._cond.wait(1.0)
-            return run.decisions[step]
+            run.in_report.add(rank)
+            self._cond.notify_all()
+            try:
+                while step not in run.decisions:
+                    if run.stopped or run is not self._run:
+                        return LEAVE
+                    self._cond.wait(1.0)
+                return run.decisions[step]
+            finally:
+                run.in_report.discard(rank)
 
     def finished(self, seq: int, rank: int, outcome: tuple[str, Any]) -> str:
         """A rank left `train_func`; returns "next", or "restart" to restart the group."""
@@ -392,6 +408,12 @@ class SlotHost:
             self._cond.notify_all()
             deadline = time.monotonic() + _ERROR_QUORUM_S
             while run is self._run and len(run.ended) < self._world_size:
+                if outcome[0] == "error" and len(run.ended) + len(run.in_report) >= (
+                    self._world_size
+                ):
+                    # The other ranks wait in a report, not in a collective: they leave there.
+                    self._end_run(outcome)
+                    return "next"
                 if outcome[0] == "error" and time.monotonic() >= deadline:
                     # The other ranks did not follow: they wait in a collective or a report,
                     # so the trial fails and the group is restarted under the next trial.
@@ -482,12 +504,7 @@ def slot_worker_loop(config: dict[str, Any]) -> None:
     import ray.train
 
     from sweeplab.engine._datawait import MeasureDataWait
-    from ray.train.v2._internal.execution.train_fn_utils import (
-        get_train_fn_utils as current_train_fn_utils,
-    )
-    from ray.train.v2._internal.execution.train_fn_utils import (
-        set_train_fn_utils as install_train_fn_utils,
-    )
+    from sweeplab.engine._ray_compat import current_train_fn_utils, install_train_fn_utils
 
     host = config["host"]
     train_func = MeasureDataWait(config["train_func"])

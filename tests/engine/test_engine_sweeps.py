@@ -116,15 +116,24 @@ def test_scheduler_and_searcher(
     assert Path(best["checkpoint"]).is_dir()
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_fault_heals_from_checkpoint(ray_local: None, in_tmp: Path, workers: int) -> None:
-    """A worker raising mid-trial: the trial (1 worker) or the group (2) restarts from its
-    latest checkpoint and the epoch counter goes on where it stopped."""
+@pytest.mark.parametrize(
+    ("workers", "fail_how", "reuse"),
+    [(1, "raise", True), (2, "raise", True), (2, "sigkill", True), (2, "raise", False)],
+)
+def test_fault_heals_from_checkpoint(
+    ray_local: None, in_tmp: Path, workers: int, fail_how: str, reuse: bool
+) -> None:
+    """A worker failing mid-trial: the trial goes on from its latest checkpoint and the epoch
+    counter continues where it stopped.
+
+    On a warm slot a `train_func` that raises fails its trial, which Tune retries from its
+    checkpoint while the slot serves on; a killed worker restarts the slot's group inside the
+    trial. With a group per trial (`reuse_groups=False`) Train restarts the trial's group."""
     outcome = sweep(
         in_tmp,
-        f'name="faulty", space={{"x": 0.5, "fail_at": 3, "marker_dir": "{in_tmp}"}}, '
-        'metric="loss", mode="min", num_trials=1, max_iterations=6, max_failures=1, '
-        f"workers_per_trial={workers}",
+        f'name="faulty", space={{"x": 0.5, "fail_at": 3, "marker_dir": "{in_tmp}", '
+        f'"fail_how": "{fail_how}"}}, metric="loss", mode="min", num_trials=1, '
+        f"max_iterations=6, max_failures=1, workers_per_trial={workers}, reuse_groups={reuse}",
         epochs=6,
     )
     (trial_rows,) = results(outcome).values()
@@ -133,8 +142,8 @@ def test_fault_heals_from_checkpoint(ray_local: None, in_tmp: Path, workers: int
     # The epoch counter continues where the checkpoint left it: no epoch reported twice.
     assert [r["epoch"] for r in trial_rows] == [0, 1, 2, 3, 4, 5]
     assert {r["sweeplab_workers"] for r in trial_rows} == {workers}
-    if workers == 2:  # the group restarted inside the trial; the driver counted it
-        assert trial_rows[-1]["sweeplab_group_restarts"] == 1
+    group_restarted = workers == 2 and (fail_how == "sigkill" or not reuse)
+    assert trial_rows[-1].get("sweeplab_group_restarts", 0) == (1 if group_restarted else 0)
 
 
 def test_pbt_transfers_donor_checkpoint(ray_local: None, in_tmp: Path) -> None:
