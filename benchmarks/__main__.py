@@ -167,6 +167,7 @@ def _startup(workers: int, quick: bool) -> dict[str, Any]:
     params = {"workers": workers, "trials": 4 if quick else 6}
     base = run_arm("startup_baseline", params, 400)
     ours = run_arm("startup_sweeplab", params, 400)
+    arms = {"baseline": base, "sweeplab": ours}
     key = "start_to_first_result_s"
     b, s = _median(base.get(key)), _median(ours.get(key))
     limit = 3.0 if workers == 2 else 0.5
@@ -184,7 +185,32 @@ def _startup(workers: int, quick: bool) -> dict[str, Any]:
         "(information)",
         None,
     )
-    return {"rows": [row, cold], "arms": {"baseline": base, "sweeplab": ours}, "params": params}
+    rows = [row, cold]
+    if workers > 1:
+        # Warm trial slots: the trials after a slot's first reuse its trainer group. The
+        # sweep runs one trial at a time, so every trial after the first is such a trial.
+        per_trial = run_arm("startup_sweeplab_group_per_trial", params, 400)
+        arms["sweeplab_group_per_trial"] = per_trial
+        warm = _median((ours.get(key) or [])[1:])
+        rows.append(
+            _row(
+                "  same, trials after a slot's first (warm slot)",
+                _median((base.get(key) or [])[1:]),
+                warm,
+                "sweeplab <= 0.5 s",
+                None if warm is None else warm <= 0.5,
+            )
+        )
+        rows.append(
+            _row(
+                "  same, reuse_groups=False (baseline col) vs warm slots",
+                _median(per_trial.get(key)),
+                s,
+                "(information)",
+                None,
+            )
+        )
+    return {"rows": rows, "arms": arms, "params": params}
 
 
 def startup_2w(quick: bool) -> dict[str, Any]:
@@ -204,6 +230,7 @@ def end_to_end(quick: bool) -> dict[str, Any]:
     base = run_arm("end_to_end_baseline", params, timeout)
     ours = run_arm("end_to_end_sweeplab", params, timeout)
     tracked = run_arm("end_to_end_sweeplab_tracked", params, timeout)
+    per_trial = run_arm("end_to_end_sweeplab_group_per_trial", params, timeout)
     _E2E_CACHE.update(sweeplab=ours, tracked=tracked)
     b, s = base.get("wall_s"), ours.get("wall_s")
     rows = [
@@ -213,6 +240,13 @@ def end_to_end(quick: bool) -> dict[str, Any]:
             s,
             "ratio <= 0.25",
             None if not (b and s) else s / b <= 0.25,
+        ),
+        _row(
+            "  same sweep, reuse_groups=False (baseline col) vs warm slots: wall",
+            per_trial.get("wall_s"),
+            s,
+            "(information)",
+            None,
         ),
         _row(
             "  same sweep: best loss (lower is better)",
@@ -225,7 +259,12 @@ def end_to_end(quick: bool) -> dict[str, Any]:
     ]
     return {
         "rows": rows,
-        "arms": {"baseline": base, "sweeplab": ours, "sweeplab_tracked": tracked},
+        "arms": {
+            "baseline": base,
+            "sweeplab": ours,
+            "sweeplab_tracked": tracked,
+            "sweeplab_group_per_trial": per_trial,
+        },
         "params": params,
     }
 

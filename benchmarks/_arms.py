@@ -315,6 +315,7 @@ def _sweeplab(
     track: bool = False,
     searcher: str = "random",
     max_concurrent: int | None = 1,
+    reuse_groups: bool = True,
 ) -> dict[str, Any]:
     import pandas as pd
 
@@ -332,6 +333,7 @@ def _sweeplab(
         "max_iterations": epochs,
         "workers_per_trial": workers,
         "seed": seed,
+        "reuse_groups": reuse_groups,
     }
     if max_concurrent is not None:
         kwargs["max_concurrent_trials"] = max_concurrent
@@ -390,6 +392,10 @@ def startup_sweeplab(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
     return _sweeplab(tmp, **_startup_params(params))
 
 
+def startup_sweeplab_group_per_trial(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    return _sweeplab(tmp, **_startup_params(params), reuse_groups=False)
+
+
 def _e2e_params(params: dict[str, Any]) -> dict[str, Any]:
     return {
         "workers": 2,
@@ -407,6 +413,10 @@ def end_to_end_baseline(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
 
 def end_to_end_sweeplab(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
     return _sweeplab(tmp, **_e2e_params(params), max_concurrent=None)
+
+
+def end_to_end_sweeplab_group_per_trial(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    return _sweeplab(tmp, **_e2e_params(params), max_concurrent=None, reuse_groups=False)
 
 
 def end_to_end_sweeplab_tracked(params: dict[str, Any], tmp: Path) -> dict[str, Any]:

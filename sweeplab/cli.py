@@ -170,6 +170,9 @@ def _cmd_preview(args: argparse.Namespace) -> int:
     console.print(
         f"[bold]concurrency[/bold]: {plan.concurrency} trial(s) at once on this machine ({cluster})"
     )
+    from sweeplab.engine._slots import describe_slots
+
+    console.print(f"[bold]trainer groups[/bold]: {describe_slots(sweep, plan.concurrency)}")
     return EXIT_OK
 
 

@@ -319,17 +319,15 @@ def _reuse_actors(traits: SchedulerTraits, trial_settings: TrialSettings) -> boo
 def _slot_names(
     sweep: Sweep, traits: SchedulerTraits, plan: ResourcePlan, run_dir: Path
 ) -> tuple[str, ...]:
-    """The actor names of the sweep's warm trial slots, or () for a group per trial.
+    """The actor names of the sweep's warm trial slots, or () for a group per trial."""
+    from sweeplab.engine._slots import slot_name, uses_slots
 
-    Under a scheduler that pauses or exploits trials, one-worker trials run on slots too, so
-    that a resumed or exploited trial does not start a new trial actor.
-    """
-    from sweeplab.engine._slots import slot_name
-
-    if not sweep.reuse_groups or not isinstance(sweep.workers_per_trial, int):
-        return ()  # an elastic group resizes itself: it cannot be a fixed slot
-    if sweep.workers_per_trial == 1 and not (traits.pauses or traits.exploits):
-        return ()  # runs in its reused trial actor, with no group at all
+    if not uses_slots(
+        reuse_groups=sweep.reuse_groups,
+        workers_per_trial=sweep.workers_per_trial,
+        pauses_or_exploits=traits.pauses or traits.exploits,
+    ):
+        return ()
     prefix = f"sweeplab-{sweep.name}-{run_dir.name}"
     return tuple(slot_name(prefix, i) for i in range(plan.concurrency))
 

@@ -38,9 +38,11 @@ __all__ = [
     "Assignment",
     "SlotHost",
     "close_slots",
+    "describe_slots",
     "run_in_slot",
     "slot_name",
     "start_slots",
+    "uses_slots",
 ]
 
 CONTINUE = "continue"
@@ -53,6 +55,49 @@ _CLAIM_WARN_S = 60.0
 # Keys a slot adds to each report (the driver's multi-worker path adds the same).
 WORKERS_KEY = "sweeplab_workers"
 RESTARTS_KEY = "sweeplab_group_restarts"
+
+
+# Scheduler names whose trials are paused or exploited (configured objects: `scheduler_traits`).
+_PAUSING_SCHEDULERS = ("hyperband", "pbt")
+
+
+def uses_slots(
+    *, reuse_groups: bool, workers_per_trial: int | tuple[int, int], pauses_or_exploits: bool
+) -> bool:
+    """Whether a sweep's trials run on warm trial slots.
+
+    An elastic group resizes itself, so it cannot be a fixed slot. A one-worker trial under a
+    scheduler that only stops trials runs in its own reused trial actor with no group at all,
+    which is cheaper still; under one that pauses or exploits, a slot spares it a new trial
+    actor at every resume or exploit.
+    """
+    if not reuse_groups or not isinstance(workers_per_trial, int):
+        return False
+    return workers_per_trial > 1 or pauses_or_exploits
+
+
+def describe_slots(sweep: Any, concurrency: int) -> str:
+    """One line for `sweeplab preview` and `sweeplab status`: how trials get their group."""
+    if isinstance(sweep.scheduler, str):
+        pauses = sweep.scheduler in _PAUSING_SCHEDULERS
+    else:
+        from sweeplab.engine._strategy import scheduler_traits
+
+        traits = scheduler_traits(sweep.scheduler)
+        pauses = traits.pauses or traits.exploits
+    workers = sweep.workers_per_trial
+    if uses_slots(
+        reuse_groups=sweep.reuse_groups, workers_per_trial=workers, pauses_or_exploits=pauses
+    ):
+        return (
+            f"{concurrency} warm trial slot(s): long-lived groups of {workers} worker(s), "
+            "each running one trial after another"
+        )
+    if not sweep.reuse_groups:
+        return "a new trainer group per trial (reuse_groups=False)"
+    if not isinstance(workers, int):
+        return "a new trainer group per trial (an elastic group cannot be a slot)"
+    return "each trial in its own reused trial actor (one worker, no group to start)"
 
 
 def slot_name(prefix: str, index: int) -> str:
@@ -150,7 +195,10 @@ class SlotHost:
         placement_strategy: str,
         storage: str,
         name: str,
+        start_group: bool = True,
     ) -> None:
+        """Starts the slot's trainer group in the background (`start_group=False`: the
+        caller drives the worker side itself, as the unit tests do)."""
         self._cond = threading.Condition()
         self._owner: str | None = None
         self._pending: Assignment | None = None
@@ -176,7 +224,8 @@ class SlotHost:
             name=f"sweeplab-{name}",
             daemon=True,
         )
-        self._fit.start()
+        if start_group:
+            self._fit.start()
 
     def _serve(
         self,

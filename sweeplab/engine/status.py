@@ -162,4 +162,7 @@ def print_status(*, spec: Path | None, address: str | None) -> int:
         f"[bold]concurrency[/bold]: {plan.concurrency} trial(s) at once "
         f"({plan.total_trials} in all, {plan.nodes} node(s))"
     )
+    from sweeplab.engine._slots import describe_slots
+
+    console.print(f"[bold]trainer groups[/bold]: {describe_slots(sweep, plan.concurrency)}")
     return EXIT_OK

@@ -1,0 +1,160 @@
+"""Warm trial slots on a real local Ray: one trainer group runs trial after trial."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+from toy_spec import progress_rows as results
+from toy_spec import run_toy_sweep as sweep
+
+pytestmark = pytest.mark.slow
+
+
+def _pids(rows: dict[str, list[dict]]) -> set[int]:
+    return {int(r["pid"]) for trial_rows in rows.values() for r in trial_rows}
+
+
+def test_asha_stops_two_worker_trials_and_the_slot_runs_the_next(
+    ray_local: None, in_tmp: Path
+) -> None:
+    """ASHA stops trials in the middle of a 2-worker run: both ranks leave at that report
+    (none hangs in the next epoch) and the same group runs every other trial."""
+    outcome = sweep(
+        in_tmp,
+        'name="slots-asha", space={"x": uniform(0, 1), "lr": loguniform(1e-3, 1)}, '
+        'metric="loss", mode="min", scheduler="asha", num_trials=6, max_iterations=6, '
+        "workers_per_trial=2, seed=1",
+        epochs=6,
+    )
+    rows = results(outcome)
+    assert len(rows) == 6 and outcome.errored == 0
+    assert min(len(r) for r in rows.values()) < 6, "ASHA stopped no trial"
+    assert {r["sweeplab_workers"] for trial_rows in rows.values() for r in trial_rows} == {2}
+    # One slot (2 CPUs, 2 workers): rank 0 of every trial ran in the same worker process.
+    assert outcome.plan.concurrency == 1
+    assert len(_pids(rows)) == 1
+    for trial_rows in rows.values():  # each trial started from scratch, in its own folder
+        assert [r["epoch"] for r in trial_rows] == list(range(len(trial_rows)))
+    folders = {p.name.rsplit("_", 1)[0] for p in (outcome.storage_dir / "train").glob("*_0")}
+    assert folders == set(rows)
+
+
+def test_a_raising_trial_leaves_the_slot_serving(ray_local: None, in_tmp: Path) -> None:
+    """The first trial's `train_func` raises (no retries): it fails, and the same group runs
+    the next trial to the end."""
+    outcome = sweep(
+        in_tmp,
+        f'name="slots-raise", space={{"x": grid([0.2, 0.4]), "fail_at": 1, '
+        f'"marker_dir": "{in_tmp}"}}, metric="loss", mode="min", searcher="grid", '
+        "num_trials=1, max_iterations=4, workers_per_trial=2, max_concurrent_trials=1",
+        epochs=4,
+    )
+    assert (in_tmp / "failed-once").exists()
+    assert outcome.trials == 2 and outcome.errored == 1
+    rows = results(outcome)
+    finished = [r for r in rows.values() if len(r) == 4]
+    assert len(finished) == 1
+    assert [r["epoch"] for r in finished[0]] == [0, 1, 2, 3]
+    assert len(_pids(rows)) == 1, "the failed trial's slot did not serve the next trial"
+
+
+def test_pbt_exploit_in_a_two_worker_slot_continues_from_the_donor(
+    ray_local: None, in_tmp: Path
+) -> None:
+    """PBT on 2-worker slots: an exploited trial's next report continues the donor's epoch."""
+    outcome = sweep(
+        in_tmp,
+        'name="slots-pbt", space={"x": uniform(0, 1), "lr": uniform(0.001, 1.0)}, '
+        'metric="loss", mode="min", scheduler="pbt", num_trials=4, max_iterations=12, seed=3, '
+        "workers_per_trial=2, cpus_per_worker=0.5",
+        epochs=12,
+        sleep=0.3,
+    )
+    rows = results(outcome)
+    assert len(rows) == 4 and outcome.errored == 0
+    assert outcome.plan.concurrency == 2
+    exploited = [
+        (before, after)
+        for trial_rows in rows.values()
+        for before, after in itertools.pairwise(trial_rows)
+        if after["origin"] != before["origin"]
+    ]
+    assert exploited, "PBT exploited no trial"
+    for trial_rows in rows.values():
+        assert all(r["training_iteration"] == r["epoch"] + 1 for r in trial_rows)
+    for before, after in exploited:
+        assert json.loads(after["config_json"]) != json.loads(before["config_json"])
+    # Two slots served every trial, exploits and restarts included: two rank-0 processes.
+    assert len(_pids(rows)) == 2
+
+
+DDP_SPEC = """
+import torch
+from torch import nn
+import ray.train
+import ray.train.torch
+
+import sweeplab
+
+
+def train_func(config):
+    torch.manual_seed(config["seed"])
+    xs = torch.randn(64, 4)
+    ys = xs @ torch.tensor([1.0, -2.0, 0.5, 3.0]) + 0.1
+    data = torch.utils.data.TensorDataset(xs, ys)
+    loader = ray.train.torch.prepare_data_loader(
+        torch.utils.data.DataLoader(data, batch_size=16, shuffle=False)
+    )
+    model = ray.train.torch.prepare_model(nn.Linear(4, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=config["lr"])
+    for epoch in range(3):
+        total = 0.0
+        for x, y in loader:
+            loss = nn.functional.mse_loss(model(x).squeeze(-1), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += float(loss)
+        ray.train.report({"loss": total, "epoch": epoch, "lr": config["lr"]})
+
+
+sweep = sweeplab.Sweep(
+    name="ddp-REUSE",
+    train_func=train_func,
+    space={"lr": sweeplab.grid([0.01, 0.05, 0.1]), "seed": 7},
+    metric="loss",
+    mode="min",
+    searcher="grid",
+    num_trials=1,
+    max_iterations=3,
+    workers_per_trial=2,
+    reuse_groups=REUSE,
+)
+"""
+
+
+def test_ddp_losses_are_the_same_with_and_without_reuse(ray_local: None, in_tmp: Path) -> None:
+    """The Ray Train workflow (prepare_model: DDP over the reused process group,
+    prepare_data_loader) gives the same losses on warm slots as in a group per trial."""
+    from sweeplab.engine import SweepOptions, run_sweep
+    from sweeplab.spec import load_spec
+
+    losses = {}
+    for reuse in (True, False):
+        spec = in_tmp / f"ddp_{reuse}.py"
+        spec.write_text(DDP_SPEC.replace("REUSE", str(reuse)))
+        outcome = run_sweep(
+            load_spec(spec),
+            SweepOptions(spec_path=spec, storage=in_tmp / "runs", live=False, track=False),
+        )
+        assert outcome.errored == 0
+        losses[reuse] = {
+            trial_rows[0]["lr"]: [r["loss"] for r in trial_rows]
+            for trial_rows in results(outcome).values()
+        }
+    assert sorted(losses[True]) == [0.01, 0.05, 0.1]
+    for lr, per_trial_group in losses[False].items():
+        assert losses[True][lr] == pytest.approx(per_trial_group, rel=1e-5)
