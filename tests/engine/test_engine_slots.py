@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slow
 
 
 def _pids(rows: dict[str, list[dict]]) -> set[int]:
-    return {int(r["pid"]) for trial_rows in rows.values() for r in trial_rows}
+    return {int(r["worker_pid"]) for trial_rows in rows.values() for r in trial_rows}
 
 
 def test_asha_stops_two_worker_trials_and_the_slot_runs_the_next(

@@ -48,7 +48,7 @@ def train_func(config):
             "rank": ctx.get_world_rank(),
             "world_size": ctx.get_world_size(),
             "node": ray.get_runtime_context().get_node_id(),
-            "pid": os.getpid(),
+            "worker_pid": os.getpid(),  # Tune overwrites "pid" with its own actor's
             "config_json": json.dumps(config, sort_keys=True),
         }
         with tempfile.TemporaryDirectory() as folder:
