@@ -34,6 +34,7 @@ NAMES = [
     "utilisation",
     "bookkeeping",
     "memory",
+    "slot_memory",
 ]
 ROOT = Path(__file__).resolve().parents[1]
 console = Console()
@@ -373,6 +374,23 @@ def memory(quick: bool) -> dict[str, Any]:
     return {"rows": [row], "arms": arms, "params": {"sizes": sizes}}
 
 
+def slot_memory(quick: bool) -> dict[str, Any]:
+    params = {"trials": 16 if quick else 64}
+    arm = run_arm("slot_memory_sweeplab", params, 1800)
+    rss = arm.get("worker_rss_mb") or []
+    early = rss[3] if len(rss) > 3 else None
+    late = rss[-1] if rss else None
+    row = _row(
+        f"warm slot: rank 0's RSS after trial 4 vs after trial {len(rss)}",
+        early,
+        late,
+        "ratio <= 1.2",
+        None if not (early and late) else late / early <= 1.2,
+        unit="MB",
+    )
+    return {"rows": [row], "arms": {"sweeplab": arm}, "params": params}
+
+
 COMPARISONS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "report_latency": report_latency,
     "startup_2w": startup_2w,
@@ -383,6 +401,7 @@ COMPARISONS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "utilisation": utilisation,
     "bookkeeping": bookkeeping,
     "memory": memory,
+    "slot_memory": slot_memory,
 }
 SKIPPED_IN_QUICK = {"memory"}
 

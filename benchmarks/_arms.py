@@ -24,6 +24,7 @@ from typing import Any
 # The toy spec shared by both arms: a busy loop (not sleep) per epoch, one report per epoch.
 SPEC_BODY = '''
 import json
+import os
 import time
 
 from ray import train
@@ -42,11 +43,29 @@ def busy(seconds):
     return time.process_time() - start_cpu
 
 
+def rss_mb():
+    """This worker process's resident memory in MB (a warm slot's workers live on)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
 def train_func(config):
+    if MODEL:  # a small torch model per trial, as a real trial allocates (memory benchmark)
+        import torch
+
+        nn = torch.nn
+        model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 1))
+        optimizer = torch.optim.Adam(model.parameters())
     for epoch in range(EPOCHS):
         spent = busy(COMPUTE_S)
         loss = (config["x"] - 0.3) ** 2 + 1.0 / (epoch + 1)
-        train.report({"loss": loss, "epoch": epoch, "compute_s": spent})
+        if MODEL:
+            batch = torch.randn(512, 256)
+            out = model(batch).pow(2).mean()
+            optimizer.zero_grad()
+            out.backward()
+            optimizer.step()
+        train.report({"loss": loss, "epoch": epoch, "compute_s": spent, "rss_mb": rss_mb()})
 
 
 def latency_func(config):
@@ -136,11 +155,13 @@ def _sweep_clock(clock: StartupClock) -> Any:
     return SweepClock()
 
 
-def write_spec(folder: Path, *, epochs: int, compute_s: float, **sweep_kwargs: Any) -> Path:
+def write_spec(
+    folder: Path, *, epochs: int, compute_s: float, model: bool = False, **sweep_kwargs: Any
+) -> Path:
     kwargs = ", ".join(f"{k}={v!r}" for k, v in sweep_kwargs.items())
     path = folder / "bench_spec.py"
     body = SPEC_BODY.replace("SWEEP_KWARGS", kwargs)
-    path.write_text(f"EPOCHS = {epochs}\nCOMPUTE_S = {compute_s}\n{body}")
+    path.write_text(f"EPOCHS = {epochs}\nCOMPUTE_S = {compute_s}\nMODEL = {model}\n{body}")
     return path
 
 
@@ -316,6 +337,7 @@ def _sweeplab(
     searcher: str = "random",
     max_concurrent: int | None = 1,
     reuse_groups: bool = True,
+    model: bool = False,
 ) -> dict[str, Any]:
     import pandas as pd
 
@@ -339,7 +361,7 @@ def _sweeplab(
         kwargs["max_concurrent_trials"] = max_concurrent
     if _gpu_share(workers) is not None:
         kwargs.update(use_gpu=True, gpus_per_worker=_gpu_share(workers))
-    spec = write_spec(tmp, epochs=epochs, compute_s=compute_s, **kwargs)
+    spec = write_spec(tmp, epochs=epochs, compute_s=compute_s, model=model, **kwargs)
     options = SweepOptions(
         spec_path=spec,
         storage=tmp / "runs",
@@ -352,9 +374,11 @@ def _sweeplab(
     outcome = run_sweep(_load(spec), options)
     wall = time.perf_counter() - begin
     first, best, reports, compute = [], [], 0, 0.0
+    last_rss: dict[str, float] = {}
     for path in (outcome.storage_dir / "tune").glob("*/progress.csv"):
-        frame = pd.read_csv(path)
+        frame = pd.read_csv(path, dtype={"trial_id": str})
         if len(frame):
+            last_rss[str(frame["trial_id"].iloc[-1])] = float(frame["rss_mb"].iloc[-1])
             first.append(float(frame["time_total_s"].iloc[0]))
             best.append(float(frame["loss"].min()))
             reports += len(frame)
@@ -370,6 +394,8 @@ def _sweeplab(
         "errored": outcome.errored,
         "compute_s": compute,
         "concurrency": outcome.plan.concurrency,
+        # Rank 0's resident memory at each trial's last report, in the order trials started.
+        "worker_rss_mb": [last_rss[t] for t in clock.first if t in last_rss],
     }
 
 
@@ -532,6 +558,20 @@ def memory_sweeplab(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
         seed=1,
         track=True,
         max_concurrent=None,
+    )
+
+
+def slot_memory_sweeplab(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    """Many short 2-worker trials, each building a small torch model, on one warm slot."""
+    return _sweeplab(
+        tmp,
+        workers=2,
+        num_trials=params["trials"],
+        epochs=1,
+        compute_s=0.0,
+        scheduler="fifo",
+        seed=1,
+        model=True,
     )
 
 
