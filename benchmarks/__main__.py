@@ -388,7 +388,20 @@ def slot_memory(quick: bool) -> dict[str, Any]:
         None if not (early and late) else late / early <= 1.2,
         unit="MB",
     )
-    return {"rows": [row], "arms": {"sweeplab": arm}, "params": params}
+    rows = [row]
+    floor = arm.get("gpu_floor_mb") or []
+    if floor:  # BENCH_GPU=1: GPU memory back to its floor between a slot's trials
+        rows.append(
+            _row(
+                "  GPU memory allocated at a trial's start: first vs highest",
+                floor[0],
+                max(floor),
+                "equal (memory back to its floor)",
+                max(floor) <= floor[0] + 1.0,
+                unit="MB",
+            )
+        )
+    return {"rows": rows, "arms": {"sweeplab": arm}, "params": params}
 
 
 COMPARISONS: dict[str, Callable[[bool], dict[str, Any]]] = {

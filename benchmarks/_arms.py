@@ -50,22 +50,27 @@ def rss_mb():
 
 
 def train_func(config):
+    extra = {}
     if MODEL:  # a small torch model per trial, as a real trial allocates (memory benchmark)
         import torch
 
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        if device == "cuda":  # what earlier trials of this warm slot left on the GPU
+            extra["gpu_floor_mb"] = torch.cuda.memory_allocated() / 2**20
         nn = torch.nn
-        model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 1))
+        model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 1)).to(device)
         optimizer = torch.optim.Adam(model.parameters())
     for epoch in range(EPOCHS):
         spent = busy(COMPUTE_S)
         loss = (config["x"] - 0.3) ** 2 + 1.0 / (epoch + 1)
         if MODEL:
-            batch = torch.randn(512, 256)
+            batch = torch.randn(512, 256, device=device)
             out = model(batch).pow(2).mean()
             optimizer.zero_grad()
             out.backward()
             optimizer.step()
-        train.report({"loss": loss, "epoch": epoch, "compute_s": spent, "rss_mb": rss_mb()})
+        metrics = {"loss": loss, "epoch": epoch, "compute_s": spent, "rss_mb": rss_mb()}
+        train.report({**metrics, **extra})
 
 
 def latency_func(config):
@@ -375,10 +380,13 @@ def _sweeplab(
     wall = time.perf_counter() - begin
     first, best, reports, compute = [], [], 0, 0.0
     last_rss: dict[str, float] = {}
+    gpu_floor: dict[str, float] = {}
     for path in (outcome.storage_dir / "tune").glob("*/progress.csv"):
         frame = pd.read_csv(path, dtype={"trial_id": str})
         if len(frame):
             last_rss[str(frame["trial_id"].iloc[-1])] = float(frame["rss_mb"].iloc[-1])
+            if "gpu_floor_mb" in frame:
+                gpu_floor[str(frame["trial_id"].iloc[0])] = float(frame["gpu_floor_mb"].iloc[0])
             first.append(float(frame["time_total_s"].iloc[0]))
             best.append(float(frame["loss"].min()))
             reports += len(frame)
@@ -396,6 +404,8 @@ def _sweeplab(
         "concurrency": outcome.plan.concurrency,
         # Rank 0's resident memory at each trial's last report, in the order trials started.
         "worker_rss_mb": [last_rss[t] for t in clock.first if t in last_rss],
+        # On GPU: the memory allocated when each trial started (a warm slot's floor).
+        "gpu_floor_mb": [gpu_floor[t] for t in clock.first if t in gpu_floor],
     }
 
 

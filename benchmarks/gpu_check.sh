@@ -6,7 +6,8 @@
 #
 # 1. the quickstart with use_gpu=True, one whole GPU per worker (1-worker trials);
 # 2. several trials at once on fractional GPUs (0.25 GPU per worker: 4 trials share one GPU);
-# 3. the suite's start-up and report-latency rows with GPU workers (BENCH_GPU=1).
+# 3. the suite's start-up and report-latency rows with GPU workers (BENCH_GPU=1), and the
+#    warm-slot row: 16 trials on one slot, GPU memory back to its floor between trials.
 # Each step's output goes to its own log; the table of step 3 goes to gpu.json.
 set -uo pipefail
 PYTHON=${PYTHON:-python}
@@ -37,5 +38,5 @@ step quickstart_quarter_gpu env GPU_FRACTION=0.25 GPU_WORKERS=1 GPU_TRIALS=8 \
 step quickstart_2w_half_gpu env GPU_FRACTION=0.5 GPU_WORKERS=2 GPU_TRIALS=4 \
     "$PYTHON" -m sweeplab.cli sweep benchmarks/gpu_quickstart.py --no-live --storage "$OUT/runs"
 step bench_rows env BENCH_GPU=1 "$PYTHON" -m benchmarks --quick \
-    --only report_latency,startup_1w,startup_2w --out "$OUT/gpu.json"
+    --only report_latency,startup_1w,startup_2w,slot_memory --out "$OUT/gpu.json"
 exit $status
