@@ -25,9 +25,16 @@ DEFAULT_URI = "sqlite:///mlflow.db"
 GRACE_S = 5.0
 
 
+# Sorted by creation time (the default), MLflow's runs page folds the trial runs under their
+# collapsed parent; sorted by anything else it lists them all. sweeplab names trial runs
+# `r01 <trial id> <metric>=<value>`, so by name is by rank, the parent run last.
+_BY_RUN_NAME = "orderByKey=tags.%60mlflow.runName%60&orderByAsc=true"
+
+
 def runs_url(root: str, experiment_id: str) -> str:
-    """The MLflow UI's page of an experiment's training runs (MLflow 3's hash route)."""
-    return f"{root.rstrip('/')}/#/experiments/{experiment_id}/runs"
+    """The MLflow UI's page of an experiment's training runs (MLflow 3's hash route), listing
+    every run sorted by name: a sweep's trials by rank, then its parent run."""
+    return f"{root.rstrip('/')}/#/experiments/{experiment_id}/runs?{_BY_RUN_NAME}"
 
 
 def sweep_experiments(tracking_uri: str, sweep: str | None = None) -> list[tuple[str, str]]:

@@ -224,3 +224,9 @@ def recorded(ray_local: None, tmp_path_factory: pytest.TempPathFactory) -> Itera
     )
     best = sweeplab.best_trial("report-toy", tracking_uri=uri)
     yield RecordedSweep("report-toy", folder, uri, best["trial_id"])
+
+
+@pytest.fixture
+def chromium_dom() -> Any:
+    """``chromium_dom(url, profile, budget_ms=..., extra=...) -> str`` (see `dump_dom`)."""
+    return dump_dom

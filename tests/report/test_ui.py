@@ -53,7 +53,10 @@ def _wait_gone(pids: list[int], timeout_s: float) -> list[int]:
 
 
 def test_runs_url() -> None:
-    assert runs_url("http://127.0.0.1:5000/", "7") == "http://127.0.0.1:5000/#/experiments/7/runs"
+    assert runs_url("http://127.0.0.1:5000/", "7") == (
+        "http://127.0.0.1:5000/#/experiments/7/runs"
+        "?orderByKey=tags.%60mlflow.runName%60&orderByAsc=true"
+    )
 
 
 def test_unknown_sweep_exits_2_and_starts_nothing(
@@ -173,11 +176,12 @@ def ui_process(recorded: Any, tmp_path: Path) -> Iterator[tuple[subprocess.Popen
 
 @pytest.mark.slow
 def test_ui_opens_the_sweeps_runs_and_leaves_nothing_behind(
-    recorded: Any, ui_process: tuple[subprocess.Popen[str], int], tmp_path: Path
+    recorded: Any,
+    ui_process: tuple[subprocess.Popen[str], int],
+    tmp_path: Path,
+    chromium_dom: Any,
 ) -> None:
     from mlflow import MlflowClient
-
-    from tests.report.conftest import dump_dom
 
     ui, port = ui_process
     assert ui.stdout is not None
@@ -205,11 +209,14 @@ def test_ui_opens_the_sweeps_runs_and_leaves_nothing_behind(
         [experiment.experiment_id], filter_string="tags.`sweeplab.role` = 'trial'"
     )
     assert len(trials) == 4
-    dom = dump_dom(url, tmp_path / "chromium-profile", budget_ms=30_000)
-    assert "Training runs" in dom or "training runs" in dom.lower()
-    for run in trials:
-        assert run.info.run_name in dom, f"trial run {run.info.run_name} not listed"
-    assert "loss" in dom  # the metric's column
+    dom = chromium_dom(url, tmp_path / "chromium-profile", budget_ms=30_000)
+    assert "Training runs" in dom
+    names = sorted(run.info.run_name for run in trials)
+    for name in names:  # not folded under the parent run
+        assert name in dom, f"trial run {name} not listed"
+    positions = [dom.index(name) for name in names]
+    assert positions == sorted(positions), "listed by rank"
+    assert "loss=" in names[0], "the run name shows the metric"
 
     server = _descendants(ui.pid)
     assert len(server) >= 3, "guard, MLflow's CLI, uvicorn"
