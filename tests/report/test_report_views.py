@@ -18,7 +18,7 @@ from sweeplab.report import (
     sweep_study,
 )
 from sweeplab.report._html import render_report
-from sweeplab.space import Space, choice, loguniform, quniform, randint, uniform
+from sweeplab.space import Space, choice, grid, loguniform, quniform, randint, uniform
 
 
 def conditional_rows(n: int = 8) -> list[dict[str, Any]]:
@@ -170,6 +170,7 @@ SPACE = Space(
         "q": quniform(0.0, 1.0, 0.25),
         "layers": randint(1, 4),
         "widths": choice([[64, 64], [128]]),
+        "batch": grid([16, 32]),
         "optimizer": choice(
             {
                 "sgd": {"momentum": uniform(0, 0.9), "shared": uniform(0.5, 1)},
@@ -194,6 +195,7 @@ def test_space_compiles_to_dotted_distributions() -> None:
         "q": FloatDistribution(0, 1, step=0.25),
         "layers": IntDistribution(1, 4),
         "widths": CategoricalDistribution(["[64, 64]", "[128]"]),
+        "batch": CategoricalDistribution([16, 32]),
         "optimizer.name": CategoricalDistribution(["sgd", "adam"]),
         "optimizer.momentum": FloatDistribution(0, 0.9),
         "optimizer.shared": FloatDistribution(0, 1),  # both branches' ranges
@@ -209,6 +211,7 @@ def space_rows() -> list[dict[str, Any]]:
             "q": 0.25 * (i % 3),
             "layers": 1 + i % 4,
             "widths": [64, 64] if i % 2 else [128],
+            "batch": 16 * (1 + i % 2),
             "optimizer.name": "sgd" if i % 2 else "adam",
             "optimizer.shared": 0.6,
             "epochs": 5,
@@ -228,6 +231,7 @@ def test_study_uses_the_space(fake_sweep: Any) -> None:
     trial = study.trials[1]
     assert trial.distributions["lr"] == FloatDistribution(1e-4, 1e-1, log=True)
     assert trial.params["widths"] == "[64, 64]"  # the compiler's label for a list option
+    assert trial.params["batch"] == 32 and isinstance(trial.params["batch"], int)  # a grid
     assert "epochs" not in trial.params  # a constant of the space
     assert "optimizer.momentum" in trial.params
     assert "optimizer.momentum" not in study.trials[0].params
