@@ -592,7 +592,7 @@ def logging_throughput(params: dict[str, Any], tmp: Path) -> dict[str, Any]:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "tracking"))
     from mlflow_server import MlflowServer  # the tests' helper: start/stop by process group
 
-    from sweeplab.tracking._bench import benchmark_logging
+    from sweeplab.tracking import benchmark_logging
 
     n = params["points"]
     sqlite = benchmark_logging(f"sqlite:///{tmp / 'bench.db'}", n)

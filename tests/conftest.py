@@ -21,7 +21,7 @@ def ray_local() -> Iterator[None]:
     """A real local Ray with 2 CPUs, started the way `sweeplab sweep` starts it."""
     import ray
 
-    from sweeplab.engine._runner import start_local_ray
+    from sweeplab.engine import start_local_ray
 
     saved = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(

@@ -33,10 +33,12 @@ __all__ = [
     "function_trainable_class",
     "hyperopt_trials",
     "install_train_fn_utils",
+    "median_rule_stops_hard",
     "optuna_study",
     "pbt_exploit_iteration",
     "pbt_with_exploit_hook",
     "placement_groups_with_creators",
+    "prepared_data_loader",
     "replace_trial_restore_checkpoint",
     "route_train_calls_in_process",
     "start_worker_from_checkpoint",
@@ -165,6 +167,20 @@ PRIVATE_USES: tuple[PrivateUse, ...] = (
         "_WrappedDataLoader.next_batch",
         None,
         "None once the epoch's data is exhausted: the data-wait window closes",
+    ),
+    PrivateUse(
+        "ray.train.torch.train_loop_utils",
+        "_WrappedDataLoader.__init__",
+        ("base_dataloader", "device", "auto_transfer"),
+        "builds the loader `prepare_data_loader` returns outside a Train worker, so a fast "
+        "test can time its fetches; `prepare_data_loader` needs a Train session",
+    ),
+    PrivateUse(
+        "ray.tune.schedulers",
+        "MedianStoppingRule._hard_stop",
+        None,
+        "whether the rule stops trials or pauses them, which decides actor reuse; the flag "
+        "has no public accessor",
     ),
     PrivateUse(
         "ray.tune.schedulers",
@@ -404,6 +420,24 @@ def time_prepared_loader_fetches(
 
     _WrappedDataLoader._prefetch_next_batch = _prefetch_next_batch
     _WrappedDataLoader.__iter__ = __iter__
+
+
+def prepared_data_loader(loader: Any, device: Any) -> Any:
+    """`loader` wrapped as `prepare_data_loader` wraps it on `device` (no transfer; for tests)."""
+    from ray.train.torch.train_loop_utils import _WrappedDataLoader
+
+    return _WrappedDataLoader(loader, device, auto_transfer=False)
+
+
+# --- Schedulers ----------------------------------------------------------------------------
+
+
+def median_rule_stops_hard(rule: Any) -> bool:
+    """Whether a `MedianStoppingRule` stops the trials it rules out (False: it pauses them).
+
+    A rule without the flag is taken to pause.
+    """
+    return getattr(rule, "_hard_stop", False) is True
 
 
 # --- Population based training -------------------------------------------------------------

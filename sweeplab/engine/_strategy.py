@@ -15,7 +15,13 @@ from sweeplab.engine._plan import (
 from sweeplab.engine._warm import WarmStartPlan
 from sweeplab.spec import Sweep
 
-__all__ = ["SchedulerTraits", "build_scheduler", "build_search", "scheduler_traits"]
+__all__ = [
+    "SchedulerTraits",
+    "build_scheduler",
+    "build_search",
+    "scheduler_traits",
+    "tune_trial_limit",
+]
 
 ExploitHook = Callable[[str, str, int, dict[str, Any]], None]
 
@@ -49,16 +55,15 @@ def scheduler_traits(scheduler: Any) -> SchedulerTraits:
         PopulationBasedTraining,
     )
 
+    from sweeplab.engine._ray_compat import median_rule_stops_hard
+
     if isinstance(scheduler, PopulationBasedTraining):
         return SchedulerTraits(pauses=True, exploits=True)
     if isinstance(scheduler, HyperBandScheduler):
         return SchedulerTraits(pauses=True, exploits=False)
     if isinstance(scheduler, MedianStoppingRule):
-        # `hard_stop=False` pauses instead of stopping; the rule keeps the flag in a private
-        # attribute (no public accessor), so a rule without it is taken to pause.
-        return SchedulerTraits(
-            pauses=getattr(scheduler, "_hard_stop", False) is not True, exploits=False
-        )
+        # `hard_stop=False` pauses instead of stopping.
+        return SchedulerTraits(pauses=not median_rule_stops_hard(scheduler), exploits=False)
     if isinstance(scheduler, AsyncHyperBandScheduler) or type(scheduler) is FIFOScheduler:
         return SchedulerTraits(pauses=False, exploits=False)
     return SchedulerTraits(pauses=True, exploits=False)
@@ -68,12 +73,7 @@ def build_scheduler(
     sweep: Sweep, on_exploit: ExploitHook | None = None, *, exploit_dir: str = "pbt-exploits"
 ) -> Any:
     """The Tune scheduler of `sweep`; a configured scheduler object is used as given."""
-    from ray.tune.schedulers import (
-        ASHAScheduler,
-        FIFOScheduler,
-        HyperBandScheduler,
-        MedianStoppingRule,
-    )
+    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, MedianStoppingRule
 
     if not isinstance(sweep.scheduler, str):
         return sweep.scheduler
@@ -86,7 +86,9 @@ def build_scheduler(
             reduction_factor=ASHA_REDUCTION_FACTOR,
         )
     if sweep.scheduler == "hyperband":
-        return HyperBandScheduler(
+        from sweeplab.engine._hyperband import HyperBand
+
+        return HyperBand(
             time_attr="training_iteration", max_t=max_t, reduction_factor=HYPERBAND_REDUCTION_FACTOR
         )
     if sweep.scheduler == "median":
@@ -113,8 +115,27 @@ def _make_pbt(sweep: Sweep, on_exploit: ExploitHook | None, exploit_dir: str) ->
         custom_explore_fn=pbt_explore_fn(sweep.space),
         quantile_fraction=0.25,
         resample_probability=0.25,
-        synch=False,
+        # Asynchronous PBT compares a trial with the stale scores of paused trials whenever the
+        # population outnumbers the slots, and was seen to exploit nothing; synchronous rounds
+        # compare every trial at the same iteration.
+        synch=True,
     )
+
+
+def tune_trial_limit(
+    traits: SchedulerTraits, *, concurrency: int, total_trials: int, slots: bool
+) -> int:
+    """How many trials Tune may hold at once (its `max_concurrent_trials`).
+
+    Tune counts paused trials against this limit and creates trials only below it. A scheduler
+    that pauses trials until the others catch up (HyperBand's brackets, PBT's rounds) then sees
+    only `concurrency` trials and never compares more. On warm slots a trial holds no resources
+    until it claims one of the `concurrency` slots, so every trial is created up front and the
+    slots alone bound how many train at once.
+    """
+    if slots and (traits.pauses or traits.exploits):
+        return max(concurrency, total_trials)
+    return concurrency
 
 
 def build_search(sweep: Sweep, warm_start: WarmStartPlan | None = None) -> Any:

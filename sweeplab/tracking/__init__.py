@@ -16,6 +16,7 @@ from sweeplab.tracking._ranking import (
 )
 
 if TYPE_CHECKING:
+    from sweeplab.tracking._bench import benchmark_logging
     from sweeplab.tracking._read import (
         RankedConfig,
         SweepData,
@@ -38,6 +39,7 @@ __all__ = [
     "TrackingError",
     "TrialRecord",
     "UnknownSweepError",
+    "benchmark_logging",
     "best_config_document",
     "best_trial",
     "list_sweeps",
@@ -51,6 +53,7 @@ _LAZY = {
     "SweepTracker": "sweeplab.tracking._tracker",
     "TrackingError": "sweeplab.tracking._tracker",
     "rank_tune_results": "sweeplab.tracking._trials",
+    "benchmark_logging": "sweeplab.tracking._bench",
     "RankedConfig": "sweeplab.tracking._read",
     "SweepData": "sweeplab.tracking._read",
     "SweepRanking": "sweeplab.tracking._read",

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from sweeplab.tracking._tracker import SweepTracker
 
+__all__ = ["benchmark_logging"]
+
 
 class _FakeTrial:
     """The two attributes of a Tune trial the tracker reads before any result."""

@@ -10,6 +10,7 @@ from toy_spec import progress_rows
 
 from sweeplab.engine._datawait import DATA_WAIT_KEY, METER, WaitMeter, install
 from sweeplab.engine._display import LiveTable
+from sweeplab.engine._ray_compat import prepared_data_loader
 
 
 class FakeClock:
@@ -69,17 +70,14 @@ def busy(seconds: float) -> None:
     ("delay", "compute", "low", "high"), [(0.01, 0.0, 0.8, 1.0), (0.0, 0.02, 0.0, 0.2)]
 )
 def test_prepared_loader_is_timed(delay: float, compute: float, low: float, high: float) -> None:
-    """A real `_WrappedDataLoader` (what `prepare_data_loader` returns) over a slow dataset."""
+    """The loader `prepare_data_loader` returns, over a slow dataset."""
     import torch
-    from ray.train.torch.train_loop_utils import _WrappedDataLoader
     from torch.utils.data import DataLoader
 
     install()
     install()  # idempotent: fetches are timed once
     METER.reset()
-    loader = _WrappedDataLoader(
-        DataLoader(SlowDataset(delay), batch_size=4), torch.device("cpu"), auto_transfer=False
-    )
+    loader = prepared_data_loader(DataLoader(SlowDataset(delay), batch_size=4), torch.device("cpu"))
     batches = 0
     for _ in loader:
         busy(compute)

@@ -11,6 +11,7 @@ from toy_spec import progress_rows, record_sweep, run_toy_sweep
 
 from sweeplab import SpecError, Sweep, choice, grid, loguniform, quniform, randint, uniform
 from sweeplab.engine import WarmStartPlan, plan_warm_start
+from sweeplab.engine._ray_compat import hyperopt_trials, optuna_study
 from sweeplab.engine._strategy import build_search
 from sweeplab.engine._warm import default_top
 from sweeplab.space import decode_config
@@ -217,13 +218,13 @@ RICH_WARM = [
 def observed(searcher: str, inner: Any) -> list[tuple[dict[str, Any], float]]:
     """The (params, value) pairs the inner searcher has as finished trials, oldest first."""
     if searcher == "optuna":
-        return [(t.params, t.value) for t in inner._ot_study.trials if t.value is not None]
+        return [(t.params, t.value) for t in optuna_study(inner).trials if t.value is not None]
     return [
         (
             {k: v[0] for k, v in t["misc"]["vals"].items() if v},
             inner.metric_op * t["result"]["loss"],
         )
-        for t in inner._hpopt_trials.trials
+        for t in hyperopt_trials(inner).trials
         if t["result"].get("status") == "ok"
     ]
 
