@@ -219,22 +219,22 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 def _print_outcome(console: Any, outcome: Any) -> None:
     from rich.table import Table
 
-    sweep = outcome.sweep
+    resolved = outcome.resolved
     console.print(
-        f"[bold]{sweep.name}[/bold]: {outcome.trials} trials in {outcome.wall_s:.1f}s "
+        f"[bold]{resolved.name}[/bold]: {outcome.trials} trials in {outcome.wall_s:.1f}s "
         f"({outcome.errored} errored); storage {outcome.storage_dir}"
     )
     summary = outcome.summary
     if summary is not None and getattr(summary, "trials", None):
         table = Table(
-            title=f"top trials by {sweep.rank_by} {sweep.metric} ({sweep.mode})",
+            title=f"top trials by {resolved.rank_by} {resolved.metric} ({resolved.mode})",
             box=None,
             header_style="bold",
         )
-        for column in ("rank", "trial", "status", sweep.metric, "iterations", "config"):
+        for column in ("rank", "trial", "status", resolved.metric, "iterations", "config"):
             table.add_column(column)
         for rank, trial in enumerate(summary.trials[:5], start=1):
-            value = trial.best_value if sweep.rank_by == "best" else trial.last_value
+            value = trial.best_value if resolved.rank_by == "best" else trial.last_value
             table.add_row(
                 str(rank),
                 trial.trial_id,

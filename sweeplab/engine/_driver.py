@@ -18,7 +18,10 @@ import math
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sweeplab.engine._resolved import ResolvedSweep
 
 __all__ = ["DRIVER_RESOURCES", "TrialSettings", "make_trainable", "run_trial"]
 
@@ -54,6 +57,25 @@ class TrialSettings:
     train_storage: str
     # The actor names of the sweep's warm trial slots; empty: a trainer group per trial.
     slots: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, resolved: ResolvedSweep, *, slots: tuple[str, ...] = ()) -> TrialSettings:
+        """The per-trial view of a resolved sweep: small, and pickled into every trial actor."""
+        return cls(
+            train_func=resolved.sweep.train_func,
+            decode=resolved.config_decoder(),
+            metric=resolved.metric,
+            mode=resolved.mode,
+            num_workers=resolved.workers_per_trial,
+            use_gpu=resolved.use_gpu,
+            resources_per_worker=resolved.worker_resources,
+            placement_strategy=resolved.placement_strategy,
+            checkpoints_to_keep=resolved.checkpoints_to_keep,
+            max_failures=resolved.max_failures,
+            metrics_from=resolved.metrics_from,
+            train_storage=resolved.train_storage,
+            slots=slots,
+        )
 
     @property
     def in_process(self) -> bool:

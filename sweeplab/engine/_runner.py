@@ -6,7 +6,6 @@ import contextlib
 import dataclasses
 import datetime as dt
 import json
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -16,6 +15,7 @@ from sweeplab.engine._callbacks import SweepCallback
 from sweeplab.engine._display import LiveTable
 from sweeplab.engine._driver import TrialSettings, make_trainable
 from sweeplab.engine._plan import ResourcePlan, local_nodes, plan_resources
+from sweeplab.engine._resolved import ResolvedSweep
 from sweeplab.engine._session import (
     DEFAULT_STORAGE,
     cluster_nodes,
@@ -64,9 +64,13 @@ class SweepOptions:
 
 @dataclasses.dataclass(frozen=True)
 class SweepOutcome:
-    """What a finished sweep left behind."""
+    """What a finished sweep left behind.
+
+    `sweep` is the `Sweep` with the options applied; `resolved` the settings it ran with.
+    """
 
     sweep: Sweep
+    resolved: ResolvedSweep
     storage_dir: Path
     best: dict[str, Any] | None
     summary: Any
@@ -134,8 +138,7 @@ def run_sweep(
     sweep = apply_options(sweep, options)
     if warm_start is None and not options.resume:  # a resumed searcher keeps its own state
         warm_start = plan_warm_start(sweep, options.tracking_uri)
-    storage = options.storage.expanduser().resolve()
-    sweep_dir = storage / sweep.name
+    sweep_dir = options.storage.expanduser().resolve() / sweep.name
     remote = options.address is not None
     plan = None if remote else plan_resources(sweep, local_nodes())
     run_dir = _execution_dir(sweep_dir, options.resume)
@@ -145,58 +148,43 @@ def run_sweep(
     quiet_libraries()
     pickle_spec_by_value(sweep)
     spec_dir = options.spec_path.resolve().parent if options.spec_path else None
-    ray_log = run_dir / "ray.log"
-    with ray_session(address=options.address, spec_dir=spec_dir, log_path=ray_log) as started_here:
+    log_path = run_dir / "ray.log"
+    with ray_session(address=options.address, spec_dir=spec_dir, log_path=log_path) as started_here:
         if plan is None or not started_here:
             plan = plan_resources(sweep, cluster_nodes())
-        return _run_on_ray(sweep, options, plan, run_dir, sweep_dir, started, ray_log, warm_start)
+        resolved = ResolvedSweep.resolve(sweep, options, plan, run_dir)
+        return _run_on_ray(resolved, options, plan, started, warm_start)
 
 
 def _run_on_ray(
-    sweep: Sweep,
+    resolved: ResolvedSweep,
     options: SweepOptions,
     plan: ResourcePlan,
-    run_dir: Path,
-    sweep_dir: Path,
     started: float,
-    ray_log: Path,
     warm_start: WarmStartPlan | None = None,
 ) -> SweepOutcome:
     from ray import tune
 
-    from sweeplab.space import decode_config
-
-    space = sweep.space
+    sweep, run_dir = resolved.sweep, resolved.run_dir
+    decode = resolved.config_decoder()
     tracker = None
     if options.track:
-        tracker = _make_tracker(sweep, options, run_dir, plan)
+        from sweeplab.tracking import SweepTracker
+
+        tracker = SweepTracker.for_sweep(resolved)
         tracker.start()
         if warm_start is not None:
             tracker.log_warm_start(warm_start.source, warm_start.to_dict())
 
     scheduler = build_scheduler(sweep, _exploit_hook, exploit_dir=str(run_dir / "pbt-exploits"))
     traits = scheduler_traits(scheduler)
-    trial_settings = TrialSettings(
-        train_func=sweep.train_func,
-        decode=lambda config: decode_config(space, config),
-        metric=sweep.metric,
-        mode=sweep.mode,
-        num_workers=sweep.workers_per_trial,
-        use_gpu=sweep.use_gpu,
-        resources_per_worker=sweep.worker_resources,
-        placement_strategy=sweep.placement_strategy,
-        checkpoints_to_keep=sweep.checkpoints_to_keep,
-        max_failures=sweep.max_failures,
-        metrics_from=sweep.metrics_from,
-        train_storage=str(run_dir / "train"),
-        slots=_slot_names(sweep, traits, plan, run_dir),
-    )
+    trial_settings = TrialSettings.of(resolved, slots=_slot_names(resolved, traits))
     trainable = make_trainable(trial_settings)
     table = LiveTable(
-        metric=sweep.metric,
-        mode=sweep.mode,
-        total_trials=plan.total_trials,
-        max_iterations=sweep.max_iterations,
+        metric=resolved.metric,
+        mode=resolved.mode,
+        total_trials=resolved.total_trials,
+        max_iterations=resolved.max_iterations,
     )
     from sweeplab.engine._orphans import OrphanGroupReaper
     from sweeplab.engine._relay import SINKS, RelayCallback
@@ -212,8 +200,8 @@ def _run_on_ray(
     SINKS.append(
         TuneEvents(
             callbacks,
-            max_iterations=sweep.max_iterations,
-            decode=lambda config: decode_config(space, config),
+            max_iterations=resolved.max_iterations,
+            decode=decode,
         )
     )
     SINKS.append(OrphanGroupReaper())
@@ -232,13 +220,13 @@ def _run_on_ray(
             trainable,
             param_space=search.param_space,
             tune_config=tune.TuneConfig(
-                metric=sweep.metric,
-                mode=sweep.mode,
+                metric=resolved.metric,
+                mode=resolved.mode,
                 search_alg=search.search_alg,
                 scheduler=scheduler,
                 num_samples=search.num_samples,
-                max_concurrent_trials=plan.concurrency,
-                time_budget_s=sweep.time_budget_s,
+                max_concurrent_trials=resolved.concurrency,
+                time_budget_s=resolved.time_budget_s,
                 reuse_actors=_reuse_actors(traits, trial_settings),
             ),
             run_config=tune.RunConfig(
@@ -248,12 +236,12 @@ def _run_on_ray(
                 callbacks=[RelayCallback()],
                 # An exploit restarts a trial from a donor's checkpoint, which must still exist.
                 checkpoint_config=tune.CheckpointConfig(num_to_keep=4 if traits.exploits else 2),
-                failure_config=tune.FailureConfig(max_failures=sweep.max_failures),
+                failure_config=tune.FailureConfig(max_failures=resolved.max_failures),
             ),
         )
-    _write_json(run_dir / "sweep.json", _describe(sweep, options, plan, ray_log))
+    _write_json(run_dir / "sweep.json", resolved.sweep_json())
     status = "FAILED"
-    hosts = _start_slots(sweep, trial_settings, run_dir) if trial_settings.slots else []
+    hosts = _start_slots(resolved, trial_settings) if trial_settings.slots else []
     try:
         with _live(table, options.live):
             results = tuner.fit()
@@ -274,17 +262,18 @@ def _run_on_ray(
     if summary is None:  # untracked: the same ranking, from Tune's own record of the trials
         summary = rank_tune_results(
             results,
-            metric=sweep.metric,
-            mode=sweep.mode,
-            rank_by=sweep.rank_by,
-            config_decoder=lambda config: decode_config(space, config),
-            max_iterations=sweep.max_iterations,
+            metric=resolved.metric,
+            mode=resolved.mode,
+            rank_by=resolved.rank_by,
+            config_decoder=decode,
+            max_iterations=resolved.max_iterations,
         )
-    best = best_config_document(summary, sweep.name)
-    for folder in (run_dir, sweep_dir):
+    best = best_config_document(summary, resolved.name)
+    for folder in (run_dir, resolved.sweep_dir):
         (folder / "best_config.json").write_text(json.dumps(best, indent=2))
     outcome = SweepOutcome(
         sweep=sweep,
+        resolved=resolved,
         storage_dir=run_dir,
         best=best,
         summary=summary,
@@ -316,33 +305,31 @@ def _reuse_actors(traits: SchedulerTraits, trial_settings: TrialSettings) -> boo
     return trial_settings.in_process and not (traits.pauses or traits.exploits)
 
 
-def _slot_names(
-    sweep: Sweep, traits: SchedulerTraits, plan: ResourcePlan, run_dir: Path
-) -> tuple[str, ...]:
+def _slot_names(resolved: ResolvedSweep, traits: SchedulerTraits) -> tuple[str, ...]:
     """The actor names of the sweep's warm trial slots, or () for a group per trial."""
     from sweeplab.engine._slots import slot_name, uses_slots
 
     if not uses_slots(
-        reuse_groups=sweep.reuse_groups,
-        workers_per_trial=sweep.workers_per_trial,
+        reuse_groups=resolved.reuse_groups,
+        workers_per_trial=resolved.workers_per_trial,
         pauses_or_exploits=traits.pauses or traits.exploits,
     ):
         return ()
-    prefix = f"sweeplab-{sweep.name}-{run_dir.name}"
-    return tuple(slot_name(prefix, i) for i in range(plan.concurrency))
+    prefix = f"sweeplab-{resolved.name}-{resolved.run_dir.name}"
+    return tuple(slot_name(prefix, i) for i in range(resolved.concurrency))
 
 
-def _start_slots(sweep: Sweep, trial_settings: TrialSettings, run_dir: Path) -> list[Any]:
+def _start_slots(resolved: ResolvedSweep, trial_settings: TrialSettings) -> list[Any]:
     from sweeplab.engine._slots import start_slots
 
     return start_slots(
         names=trial_settings.slots,
         train_func=trial_settings.train_func,
-        num_workers=int(sweep.workers_per_trial),  # type: ignore[arg-type]
+        num_workers=int(resolved.workers_per_trial),  # type: ignore[arg-type]
         use_gpu=trial_settings.use_gpu,
         resources_per_worker=trial_settings.resources_per_worker,
         placement_strategy=trial_settings.placement_strategy,
-        storage=str(run_dir / "train" / "slots"),
+        storage=str(Path(resolved.train_storage, "slots")),
     )
 
 
@@ -353,61 +340,6 @@ def _exploit_hook(trial_id: str, donor_id: str, iteration: int, config: dict[str
         note = getattr(sink, "note_exploit", None)
         if note is not None:
             note(trial_id, donor_id, iteration, config)
-
-
-def _make_tracker(sweep: Sweep, options: SweepOptions, run_dir: Path, plan: ResourcePlan) -> Any:
-    from sweeplab.space import decode_config
-    from sweeplab.tracking import SweepTracker
-
-    space = sweep.space
-    return SweepTracker(
-        tracking_uri=options.tracking_uri,
-        sweep_name=sweep.name,
-        storage_dir=run_dir,
-        metric=sweep.metric,
-        mode=sweep.mode,
-        rank_by=sweep.rank_by,
-        settings=_recorded_settings(sweep, plan),
-        spec_path=options.spec_path,
-        space_yaml=space.to_yaml(),
-        config_decoder=lambda config: decode_config(space, config),
-        scheduler_name=sweep.scheduler_name,
-        max_iterations=sweep.max_iterations,
-        resume=options.resume,
-        register_model=sweep.register_model,
-    )
-
-
-def _recorded_settings(sweep: Sweep, plan: ResourcePlan) -> dict[str, Any]:
-    """The sweep's settings as sweep.json and the parent run's params record them."""
-    return {
-        "searcher": sweep.searcher_name,
-        "scheduler": sweep.scheduler_name,
-        "metric": sweep.metric,
-        "mode": sweep.mode,
-        "num_trials": sweep.num_trials,
-        "max_iterations": sweep.max_iterations,
-        "workers_per_trial": sweep.workers_per_trial,
-        "use_gpu": sweep.use_gpu,
-        "cpus_per_worker": sweep.cpus_per_worker,
-        "placement_strategy": sweep.placement_strategy,
-        "metrics_from": sweep.metrics_from,
-        "rank_by": sweep.rank_by,
-        "checkpoints_to_keep": sweep.checkpoints_to_keep,
-        "max_failures": sweep.max_failures,
-        "seed": sweep.seed,
-        "concurrency": plan.concurrency,
-    }
-
-
-def _describe(sweep: Sweep, options: SweepOptions, plan: ResourcePlan, ray_log: Path) -> dict:
-    return {
-        "name": sweep.name,
-        "spec": str(options.spec_path) if options.spec_path else None,
-        "settings": _recorded_settings(sweep, plan),
-        "ray_log": str(ray_log),
-        "python": sys.version.split()[0],
-    }
 
 
 def _write_json(path: Path, data: Any) -> None:

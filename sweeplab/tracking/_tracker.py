@@ -11,7 +11,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sweeplab.errors import SweeplabError
 from sweeplab.tracking._flusher import Flusher
@@ -29,6 +29,9 @@ from sweeplab.tracking._sweep_run import (
     with_retries,
 )
 from sweeplab.tracking._trials import TrialEvents, _TrialState
+
+if TYPE_CHECKING:
+    from sweeplab.engine import ResolvedSweep
 
 __all__ = ["BEST_CONFIG_FILE", "PARENT_RUN_FILE", "SweepTracker", "TrackingError"]
 
@@ -110,6 +113,31 @@ class SweepTracker:
         self._events: TrialEvents | None = None
         self._flusher: Flusher | None = None
         self._resolved_uri = ""
+
+    @classmethod
+    def for_sweep(cls, resolved: ResolvedSweep) -> SweepTracker:
+        """The tracker of one execution of a sweep, as the engine records it.
+
+        Args:
+            resolved: The execution's settings; its recorded settings become the parent run's
+                params, and its run folder holds the parent run id and ``best_config.json``.
+        """
+        return cls(
+            tracking_uri=resolved.tracking_uri,
+            sweep_name=resolved.name,
+            storage_dir=resolved.run_dir,
+            metric=resolved.metric,
+            mode=resolved.mode,
+            rank_by=resolved.rank_by,
+            settings=resolved.recorded_settings(),
+            spec_path=resolved.spec_path,
+            space_yaml=resolved.sweep.space.to_yaml(),
+            config_decoder=resolved.config_decoder(),
+            scheduler_name=resolved.scheduler,
+            max_iterations=resolved.max_iterations,
+            resume=resolved.resume,
+            register_model=resolved.register_model,
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
 
