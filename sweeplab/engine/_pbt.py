@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sweeplab.engine._hyperband import ResumeWhenStalled
 from sweeplab.engine._ray_compat import (
     pbt_exploit_iteration,
     pbt_with_exploit_hook,
@@ -17,8 +18,10 @@ from sweeplab.engine._ray_compat import (
 __all__ = ["LineagePBT"]
 
 
-class LineagePBT(pbt_with_exploit_hook()):  # type: ignore[misc]
+class LineagePBT(ResumeWhenStalled, pbt_with_exploit_hook()):  # type: ignore[misc]
     """PBT that tells `on_exploit(trial_id, donor_id, iteration, new_config)` of each exploit.
+
+    In synchronous mode a trial that ends before a round no longer holds the round up.
 
     The exploited trial restarts from the donor's Tune checkpoint, which the trial driver
     reported as a copy of the donor's Train checkpoint, so weights and epoch carry over.

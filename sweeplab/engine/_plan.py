@@ -16,7 +16,14 @@ from collections.abc import Mapping, Sequence
 from sweeplab.errors import ResourceError
 from sweeplab.spec import Sweep
 
-__all__ = ["ResourcePlan", "Rung", "local_nodes", "plan_resources", "trial_plan"]
+__all__ = [
+    "ResourcePlan",
+    "Rung",
+    "hyperband_brackets",
+    "local_nodes",
+    "plan_resources",
+    "trial_plan",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,8 +171,11 @@ class Rung:
     trials: int
 
 
-def trial_plan(sweep: Sweep) -> tuple[list[Rung], int, str]:
-    """The rungs of the sweep's schedule, its total budget in iterations, and a one-line summary."""
+def trial_plan(sweep: Sweep, *, concurrency: int | None = None) -> tuple[list[Rung], int, str]:
+    """The rungs of the sweep's schedule, its total budget in iterations, and a one-line summary.
+
+    `concurrency` (trials at once, from `plan_resources`) only adds to the summary.
+    """
     n, max_t = sweep.num_trials, sweep.max_iterations
     if sweep.searcher == "grid":
         n *= sweep.space.grid_size
@@ -181,22 +191,25 @@ def trial_plan(sweep: Sweep) -> tuple[list[Rung], int, str]:
         budget = _budget(rungs)
         summary = f"ASHA: reduction factor {eta}, grace period 1, max {max_t} iterations"
     elif scheduler == "hyperband":
-        eta = HYPERBAND_REDUCTION_FACTOR
-        s_max = int(math.log(max_t) / math.log(eta) + 1e-9) if max_t > 1 else 0
-        for s in range(s_max, -1, -1):
-            trials = math.ceil((s_max + 1) / (s + 1) * eta**s)
-            resource = max_t * eta ** (-s)
-            for i in range(s + 1):
-                rungs.append(
-                    Rung(s_max - s, max(1, round(resource * eta**i)), max(1, trials // eta**i))
-                )
+        brackets = hyperband_brackets(n, max_t, HYPERBAND_REDUCTION_FACTOR)
+        rungs = [
+            Rung(index, iteration, trials)
+            for index, bracket in enumerate(brackets)
+            for iteration, trials in bracket
+        ]
         budget = _budget(rungs)
-        summary = f"HyperBand: reduction factor {eta}, {s_max + 1} bracket(s), max {max_t}"
+        stopped = n - sum(bracket[-1][1] for bracket in brackets)
+        sizes = "/".join(str(bracket[0][1]) for bracket in brackets)
+        summary = (
+            f"HyperBand: {len(brackets)} bracket(s), {sizes} trials, reduction factor "
+            f"{HYPERBAND_REDUCTION_FACTOR}, max {max_t}; stops {stopped} trial(s) early"
+        )
     elif scheduler == "pbt":
         interval = pbt_interval(max_t)
         budget = n * max_t
+        on = f" on {concurrency} slot(s)" if concurrency is not None else ""
         summary = (
-            f"PBT: population {n}, perturbation every {interval} iteration(s), "
+            f"PBT: population {n}{on}, synchronous rounds every {interval} iteration(s), "
             f"bottom/top quantile 25%, {max_t} iterations each"
         )
     elif scheduler == "median":
@@ -209,6 +222,35 @@ def trial_plan(sweep: Sweep) -> tuple[list[Rung], int, str]:
         budget = n * max_t
         summary = f"FIFO: every trial runs {max_t} iterations"
     return rungs, budget, summary
+
+
+def hyperband_brackets(num_trials: int, max_t: int, eta: int) -> list[list[tuple[int, int]]]:
+    """The brackets Tune's synchronous HyperBand fills with `num_trials` trials.
+
+    Each bracket is its rungs, ``(iteration, trials reaching it)``; the last rung's trials run
+    to the bracket's end. Tune sizes a bracket from `max_t` alone and fills brackets in the
+    order trials are created, the one with the fewest halvings first; a bracket whose first
+    rung would be iteration 0 is skipped, and a full band of brackets starts the next band.
+    A halving keeps ``ceil(capacity / eta)`` of the bracket's trials, so a bracket that is not
+    full may keep all of them.
+    """
+    bands = round(math.log(max_t) / math.log(eta)) + 1 if max_t > 1 else 1
+    brackets: list[list[tuple[int, int]]] = []
+    left, s = num_trials, 0
+    while left > 0:
+        first = int(max_t * eta ** (-s))
+        if first > 0:
+            capacity = math.ceil(bands / (s + 1) * eta**s)
+            trials = min(capacity, left)
+            left -= trials
+            rungs, iteration = [(first, trials)], first
+            for _ in range(s):
+                capacity = math.ceil(capacity / eta)
+                iteration = min(iteration * eta, max_t)
+                rungs.append((iteration, min(trials, capacity)))
+            brackets.append(rungs)
+        s = (s + 1) % bands
+    return brackets
 
 
 def _budget(rungs: Sequence[Rung]) -> int:

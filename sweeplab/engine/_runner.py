@@ -29,6 +29,7 @@ from sweeplab.engine._strategy import (
     build_scheduler,
     build_search,
     scheduler_traits,
+    tune_trial_limit,
 )
 from sweeplab.engine._warm import WarmStartPlan, plan_warm_start
 from sweeplab.errors import SpecError, SweeplabError
@@ -225,7 +226,12 @@ def _run_on_ray(
                 search_alg=search.search_alg,
                 scheduler=scheduler,
                 num_samples=search.num_samples,
-                max_concurrent_trials=resolved.concurrency,
+                max_concurrent_trials=tune_trial_limit(
+                    traits,
+                    concurrency=resolved.concurrency,
+                    total_trials=resolved.total_trials,
+                    slots=bool(trial_settings.slots),
+                ),
                 time_budget_s=resolved.time_budget_s,
                 reuse_actors=_reuse_actors(traits, trial_settings),
             ),

@@ -81,7 +81,7 @@ def test_asha_rungs() -> None:
 
 
 def test_hyperband_brackets() -> None:
-    rungs, budget, _ = trial_plan(make(scheduler="hyperband", max_iterations=9))
+    rungs, budget, _ = trial_plan(make(scheduler="hyperband", num_trials=9, max_iterations=9))
     assert {r.bracket for r in rungs} == {0, 1, 2}
     assert max(r.iteration for r in rungs) == 9
     assert budget > 0
