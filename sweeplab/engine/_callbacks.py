@@ -80,7 +80,7 @@ class TrialView:
 
 
 class SweepCallback:
-    """Watches a sweep: subclass it, override the events you need, pass it to ``run_sweep``.
+    """Watches a sweep: subclass it, override the events you need, pass it in ``SweepOptions``.
 
     Every method is a no-op here. They run on the sweep's driver, in Tune's loop, one at a time:
     keep them quick (a slow callback slows the whole sweep), and do not raise (an exception
@@ -98,7 +98,7 @@ class SweepCallback:
             def on_sweep_end(self, outcome):
                 print(outcome.best)
 
-        sweeplab.run_sweep(sweep, callbacks=[PrintBest()])
+        sweeplab.run_sweep(sweep, sweeplab.SweepOptions(callbacks=[PrintBest()]))
     """
 
     def on_trial_add(self, trial: TrialView) -> None:
