@@ -149,7 +149,7 @@ def _cmd_preview(args: argparse.Namespace) -> int:
     console.print("[bold]sampled configs[/bold]")
     for config in sweep.space.sample(seed=sweep.seed or 0, n=args.samples):
         console.print(f"  {json.dumps(config, default=str)}")
-    rungs, budget, summary = trial_plan(sweep)
+    rungs, budget, summary = trial_plan(sweep, concurrency=plan.concurrency)
     console.print(f"[bold]trial plan[/bold]: {plan.total_trials} trials; {summary}")
     if rungs:
         rung_table = Table(box=None, header_style="bold")

@@ -36,7 +36,7 @@ class ResumeWhenStalled:
         return None
 
 
-class HyperBand(ResumeWhenStalled, HyperBandScheduler):  # type: ignore[misc]
+class HyperBand(ResumeWhenStalled, HyperBandScheduler):
     """Tune's synchronous HyperBand, unstalled when a trial ends before its rung.
 
     Its brackets are Tune's: sized from ``max_t`` and filled in the order trials are created,
