@@ -84,6 +84,77 @@ def test_preview_lines_say_what_the_scheduler_does() -> None:
     assert budget == 3 * 9 + 5 * 3 + 2 * 6 + 9
 
 
+class _Trial:
+    def __init__(self, name: str) -> None:
+        self.trial_id = name
+        self.status = "RUNNING"
+        self.is_saving = False
+        self.last_result: dict[str, Any] = {}
+
+    def __repr__(self) -> str:
+        return self.trial_id
+
+
+class _Controller:
+    """The part of Tune's controller that HyperBand uses, for a scenario without Ray's loop."""
+
+    def __init__(self, scheduler: Any) -> None:
+        self.scheduler = scheduler
+        self.trials: list[_Trial] = []
+
+    def add(self, name: str) -> _Trial:
+        trial = _Trial(name)
+        self.trials.append(trial)
+        self.scheduler.on_trial_add(self, trial)
+        return trial
+
+    def report(self, trial: _Trial, iteration: int, loss: float) -> None:
+        trial.status = "RUNNING"
+        result = {"training_iteration": iteration, "loss": loss}
+        decision = self.scheduler.on_trial_result(self, trial, result)
+        trial.last_result = result
+        trial.status = {"PAUSE": "PAUSED", "STOP": "TERMINATED"}.get(decision, trial.status)
+
+    def end(self, trial: _Trial) -> None:
+        self.scheduler.on_trial_complete(self, trial, trial.last_result)
+        trial.status = "TERMINATED"
+
+    def get_live_trials(self) -> set[_Trial]:
+        return {t for t in self.trials if t.status != "TERMINATED"}
+
+    def stop_trial(self, trial: _Trial) -> None:
+        self.scheduler.on_trial_remove(self, trial)
+        trial.status = "TERMINATED"
+
+
+@pytest.mark.parametrize("fixed", [True, False])
+def test_hyperband_resumes_when_a_trial_ends_before_its_rung(fixed: bool) -> None:
+    """Tune's HyperBand leaves the trials paused for one that ended early; ours resumes them."""
+    from ray.tune.schedulers import HyperBandScheduler
+
+    from sweeplab.engine._hyperband import HyperBand
+
+    cls = HyperBand if fixed else HyperBandScheduler
+    controller = _Controller(cls(metric="loss", mode="min", max_t=9, reduction_factor=3))
+    for i in range(8):  # they fill the brackets of 3 and 5 trials (and play no part here)
+        controller.add(f"other{i}").status = "TERMINATED"
+    a, b, c = (controller.add(name) for name in "abc")  # the bracket halved at 1, 3 and 9
+    for trial, loss in ((a, 1.0), (b, 2.0), (c, 3.0)):
+        controller.report(trial, 1, loss)
+    assert [a.status, b.status, c.status] == ["PAUSED", "PAUSED", "RUNNING"]
+    for trial in (a, b):
+        assert controller.scheduler.choose_trial_to_run(controller) in (a, b)
+        controller.report(trial, 2, 1.0)
+        controller.report(trial, 3, 1.0 if trial is a else 2.0)
+    controller.end(c)  # returns at iteration 1, before rung 3
+    assert [a.status, b.status] == ["PAUSED", "PAUSED"]
+    chosen = controller.scheduler.choose_trial_to_run(controller)
+    if fixed:
+        assert chosen is a and b.status == "TERMINATED"
+    else:
+        assert chosen is None
+
+
 @pytest.mark.parametrize(
     ("pauses", "slots", "limit"),
     [(True, True, 9), (True, False, 2), (False, True, 2), (False, False, 2)],
