@@ -203,15 +203,16 @@ def trial_plan(sweep: Sweep, *, concurrency: int | None = None) -> tuple[list[Ru
         summary = (
             f"HyperBand: {len(brackets)} bracket(s), {sizes} trials, reduction factor "
             f"{HYPERBAND_REDUCTION_FACTOR}, max {max_t}; stops {stopped} trial(s) early"
-        )
+        ) + _without_slots(sweep, concurrency)
     elif scheduler == "pbt":
         interval = pbt_interval(max_t)
         budget = n * max_t
-        on = f" on {concurrency} slot(s)" if concurrency is not None else ""
+        caveat = _without_slots(sweep, concurrency)
+        on = f" on {concurrency} slot(s)" if concurrency is not None and not caveat else ""
         summary = (
             f"PBT: population {n}{on}, synchronous rounds every {interval} iteration(s), "
             f"bottom/top quantile 25%, {max_t} iterations each"
-        )
+        ) + caveat
     elif scheduler == "median":
         budget = n * max_t
         summary = (
@@ -222,6 +223,23 @@ def trial_plan(sweep: Sweep, *, concurrency: int | None = None) -> tuple[list[Ru
         budget = n * max_t
         summary = f"FIFO: every trial runs {max_t} iterations"
     return rungs, budget, summary
+
+
+def _without_slots(sweep: Sweep, concurrency: int | None) -> str:
+    """The caveat of a pausing scheduler whose trials cannot all be created up front.
+
+    Only on warm slots does a waiting trial hold no resources; otherwise Tune creates no more
+    trials than run at once, and the scheduler compares only those.
+    """
+    from sweeplab.engine._slots import uses_slots
+
+    if concurrency is None or uses_slots(
+        reuse_groups=sweep.reuse_groups,
+        workers_per_trial=sweep.workers_per_trial,
+        pauses_or_exploits=True,
+    ):
+        return ""
+    return f" (without warm slots it compares only the {concurrency} trial(s) that run at once)"
 
 
 def hyperband_brackets(num_trials: int, max_t: int, eta: int) -> list[list[tuple[int, int]]]:

@@ -70,6 +70,12 @@ def test_preview_lines_say_what_the_scheduler_does() -> None:
         _toy(scheduler="pbt", num_trials=8, max_iterations=12), concurrency=2
     )
     assert summary.startswith("PBT: population 8 on 2 slot(s), synchronous rounds every 3 ")
+    assert "without warm slots" not in summary
+    _, _, summary = trial_plan(
+        _toy(scheduler="pbt", num_trials=8, max_iterations=12, reuse_groups=False), concurrency=2
+    )
+    assert summary.startswith("PBT: population 8, synchronous rounds every 3 ")
+    assert summary.endswith("compares only the 2 trial(s) that run at once)")
     rungs, budget, summary = trial_plan(_toy(scheduler="hyperband"))
     assert summary.startswith("HyperBand: 3 bracket(s), 3/5/1 trials")
     assert "stops 3 trial(s) early" in summary
