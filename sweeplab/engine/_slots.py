@@ -607,10 +607,14 @@ def start_slots(
 ) -> list[Any]:
     """Starts one slot per name (their groups come up in the background); returns the actors."""
     import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     host_cls = ray.remote(num_cpus=0, max_concurrency=64, max_restarts=0)(SlotHost)
+    # A slot's host (and the Train controller that its `fit()` starts beside it) lives on the
+    # sweep driver's node: a lost worker node then costs the slot a group restart, not the slot.
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
     hosts = [
-        host_cls.options(name=name).remote(
+        host_cls.options(name=name, scheduling_strategy=here).remote(
             train_func=train_func,
             num_workers=num_workers,
             use_gpu=use_gpu,

@@ -130,8 +130,10 @@ class Slow(Dataset):
 
 def train_func(config):
     # Bound at import, as the guide writes it: the timing must not depend on how it is called.
-    # "slow": 20 ms to load each item and no compute; "fast": instant data, 20 ms of compute.
-    delay, compute = (0.02, 0.0) if config["case"] == "slow" else (0.0, 0.02)
+    # "slow": 20 ms to load each item and no compute; "fast": instant data, 80 ms of compute a
+    # batch (an epoch long enough that one scheduling hiccup on a loaded machine, inside a
+    # microsecond fetch, does not make up a large share of it).
+    delay, compute = (0.02, 0.0) if config["case"] == "slow" else (0.0, 0.08)
     loader = prepare_data_loader(DataLoader(Slow(delay), batch_size=4))
     for epoch in range(3):
         for batch in loader:
@@ -177,7 +179,7 @@ def test_sweep_reports_data_wait_and_warns(ray_local: None, in_tmp: Path, worker
     assert sorted(waits) == ["fast", "slow"]
     assert all(len(fractions) == 3 for fractions in waits.values())
     # 16 items x 20 ms of loading and no compute: the epoch is nearly all waiting; the other
-    # trial's loads are instant and its 4 batches x 20 ms of compute are nearly all the epoch.
+    # trial's loads are instant and its 4 batches x 80 ms of compute are nearly all the epoch.
     assert min(waits["slow"]) > 0.8
     assert max(waits["fast"]) < 0.3
     assert len(outcome.warnings) == 1
