@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from toy_spec import progress_rows as results
 from toy_spec import run_toy_sweep as sweep
+from toy_spec import trial_errors
 
 from sweeplab.engine import SweepOutcome, trial_plan
 from sweeplab.engine._plan import hyperband_brackets
@@ -187,7 +188,7 @@ def test_trials_that_end_early_end_the_sweep(ray_local: None, in_tmp: Path, sche
         epochs=2,
     )
     rows = results(outcome)
-    assert outcome.errored == 0 and outcome.trials == 6
+    assert outcome.errored == 0 and outcome.trials == 6, trial_errors(outcome)
     assert len(rows) == 6
     for trial_rows in rows.values():
         assert 1 <= trial_rows[-1]["training_iteration"] <= 2
@@ -234,7 +235,7 @@ def test_pbt_exploits_with_twice_the_population_of_slots(
     )
     rows = results(outcome)
     assert outcome.plan.concurrency == 2
-    assert len(rows) == 4 and outcome.errored == 0
+    assert len(rows) == 4 and outcome.errored == 0, trial_errors(outcome)
     exploited = _exploits(rows)
     assert exploited, "PBT exploited no trial"
     origins = {trial_rows[0]["origin"]: trial for trial, trial_rows in rows.items()}
@@ -262,7 +263,7 @@ def test_hyperband_stops_what_its_brackets_plan(ray_local: None, in_tmp: Path) -
     )
     rows = results(outcome)
     assert outcome.plan.concurrency == 2
-    assert len(rows) == 9 and outcome.errored == 0
+    assert len(rows) == 9 and outcome.errored == 0, trial_errors(outcome)
     planned = 9 - sum(b[-1][1] for b in hyperband_brackets(9, 9, 3))
     assert planned == 3
     stopped = [t for t, trial_rows in rows.items() if trial_rows[-1]["training_iteration"] < 9]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from toy_spec import progress_rows as results
 from toy_spec import run_toy_sweep as sweep
+from toy_spec import trial_errors
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +31,7 @@ def test_asha_stops_two_worker_trials_and_the_slot_runs_the_next(
         epochs=6,
     )
     rows = results(outcome)
-    assert len(rows) == 6 and outcome.errored == 0
+    assert len(rows) == 6 and outcome.errored == 0, trial_errors(outcome)
     assert min(len(r) for r in rows.values()) < 6, "ASHA stopped no trial"
     assert {r["sweeplab_workers"] for trial_rows in rows.values() for r in trial_rows} == {2}
     # One slot (2 CPUs, 2 workers): rank 0 of every trial ran in the same worker process.
@@ -74,7 +75,7 @@ def test_pbt_exploit_in_a_two_worker_slot_continues_from_the_donor(
         sleep=0.3,
     )
     rows = results(outcome)
-    assert len(rows) == 4 and outcome.errored == 0
+    assert len(rows) == 4 and outcome.errored == 0, trial_errors(outcome)
     assert outcome.plan.concurrency == 2
     exploited = [
         (before, after)
@@ -150,7 +151,7 @@ def test_ddp_losses_are_the_same_with_and_without_reuse(ray_local: None, in_tmp:
             load_spec(spec),
             SweepOptions(spec_path=spec, storage=in_tmp / "runs", live=False, track=False),
         )
-        assert outcome.errored == 0
+        assert outcome.errored == 0, trial_errors(outcome)
         losses[reuse] = {
             trial_rows[0]["lr"]: [r["loss"] for r in trial_rows]
             for trial_rows in results(outcome).values()

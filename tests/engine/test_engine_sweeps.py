@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from toy_spec import progress_rows as results
 from toy_spec import run_toy_sweep as sweep
+from toy_spec import trial_errors
 
 from sweeplab.engine import SweepOutcome
 from sweeplab.spec import load_spec
@@ -94,7 +95,7 @@ def test_scheduler_and_searcher(
     rows = results(outcome)
     expected = 4 if searcher == "grid" else 6  # grid: 2 combinations x 2 repeats
     assert len(rows) == expected == outcome.trials
-    assert outcome.errored == 0
+    assert outcome.errored == 0, trial_errors(outcome)
     for trial_rows in rows.values():
         assert [r["training_iteration"] for r in trial_rows] == list(range(1, len(trial_rows) + 1))
         assert all(r["loss"] == r["loss"] for r in trial_rows)
@@ -138,7 +139,7 @@ def test_fault_heals_from_checkpoint(
     )
     (trial_rows,) = results(outcome).values()
     assert (in_tmp / "failed-once").exists(), "the fault was not injected"
-    assert outcome.errored == 0
+    assert outcome.errored == 0, trial_errors(outcome)
     # The epoch counter continues where the checkpoint left it: no epoch reported twice.
     assert [r["epoch"] for r in trial_rows] == [0, 1, 2, 3, 4, 5]
     assert {r["sweeplab_workers"] for r in trial_rows} == {workers}
@@ -155,7 +156,7 @@ def test_pbt_transfers_donor_checkpoint(ray_local: None, in_tmp: Path) -> None:
         sleep=0.3,
     )
     rows = results(outcome)
-    assert len(rows) == 4 and outcome.errored == 0
+    assert len(rows) == 4 and outcome.errored == 0, trial_errors(outcome)
     first_origin = {trial: trial_rows[0]["origin"] for trial, trial_rows in rows.items()}
     exploited = []
     for trial, trial_rows in rows.items():

@@ -112,6 +112,15 @@ def progress_rows(outcome: Any) -> dict[str, list[dict[str, Any]]]:
     return rows
 
 
+def trial_errors(outcome: Any) -> str:
+    """The error files of the sweep's errored trials, for an assertion's message."""
+    texts = [
+        f"{path.parent.name}:\n{path.read_text(errors='replace')[-2000:]}"
+        for path in sorted((outcome.storage_dir / "tune").glob("*/error.txt"))
+    ]
+    return "\n".join(texts) or "(no error.txt in the sweep's Tune folder)"
+
+
 def record_sweep(uri: str, storage: Path, name: str, trials: list[tuple]) -> None:
     """Records a sweep in MLflow as the engine does, without Ray: a `SweepTracker` fed with
     Tune-like trials ``(trial_id, config, reported losses, errored)`` (metric ``loss``, min)."""
