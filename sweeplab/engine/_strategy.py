@@ -141,8 +141,11 @@ def tune_trial_limit(
 def build_search(sweep: Sweep, warm_start: WarmStartPlan | None = None) -> Any:
     """The `TuneSearch` (search algorithm, param space, num_samples) of `sweep`.
 
-    With a warm-start plan (see `plan_warm_start`), its configs are suggested first.
+    With a warm-start plan (see `plan_warm_start`), its configs are suggested first. An Optuna
+    or HyperOpt searcher learns each trial as finished, stopped early, diverged or errored
+    (see `TrialFeedbackSearcher`), not every trial's last value as a final one.
     """
+    from sweeplab.engine._searcher_feedback import with_trial_feedback
     from sweeplab.space import TuneSearch, build_tune_search
 
     if not isinstance(sweep.searcher, str):
@@ -159,6 +162,15 @@ def build_search(sweep: Sweep, warm_start: WarmStartPlan | None = None) -> Any:
             seed=sweep.seed,
             num_trials=sweep.num_trials,
         )
+    search = dataclasses.replace(
+        search,
+        search_alg=with_trial_feedback(
+            search.search_alg,
+            metric=sweep.metric,
+            mode=sweep.mode,
+            max_iterations=sweep.max_iterations,
+        ),
+    )
     if warm_start is None or not warm_start.configs:
         return search
     from sweeplab.engine._warm_searcher import WarmStartSearcher
@@ -171,6 +183,7 @@ def build_search(sweep: Sweep, warm_start: WarmStartPlan | None = None) -> Any:
             mode=sweep.mode,
             # Only sweeplab's own compilations have a known encoding to add history in.
             space=sweep.space if isinstance(sweep.searcher, str) else None,
+            max_iterations=sweep.max_iterations,
         ),
         param_space=search.param_space,
         num_samples=search.num_samples,

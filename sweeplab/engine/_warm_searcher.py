@@ -1,6 +1,7 @@
 """The searcher of a warm start: given configs first, then the sweep's own searcher.
 
-A warm trial's result is handed to the inner searcher as history where it keeps one.
+A warm trial's outcome is handed to the inner searcher as history where it keeps one, in the
+same states as any other trial's (see :mod:`sweeplab.engine._searcher_feedback`).
 """
 
 from __future__ import annotations
@@ -12,8 +13,13 @@ from typing import Any
 import ray.cloudpickle as pickle
 from ray.tune.search import Searcher
 
-from sweeplab._numbers import is_finite_number
 from sweeplab.engine._ray_compat import hyperopt_trials, optuna_study
+from sweeplab.engine._searcher_feedback import (
+    OutcomeLog,
+    TrialFeedbackSearcher,
+    TrialOutcome,
+    hyperopt_loss,
+)
 from sweeplab.space import Space
 
 __all__ = ["WarmStartSearcher"]
@@ -24,12 +30,15 @@ logger = logging.getLogger(__name__)
 class WarmStartSearcher(Searcher):
     """Suggests `configs` (final nested shape) first, then delegates to `inner`.
 
-    When a warm trial completes with a value of the metric, the value is added to `inner`'s
-    history where it keeps one: an `OptunaSearch` or `HyperOptSearch` built from `space` (Ray's
-    `add_evaluated_point` refuses Optuna's define-by-run spaces and HyperOpt lacks it, so the
-    trial is added to the Optuna study or the HyperOpt trials directly). Other searchers get
-    nothing (sweeplab's random sampler has no history; a configured searcher's encoding is
-    unknown here).
+    When a warm trial ends, its outcome is added to `inner`'s history where it keeps one: an
+    `OptunaSearch` or `HyperOptSearch` built from `space` (possibly inside a
+    `TrialFeedbackSearcher`). Ray's `add_evaluated_point` refuses Optuna's define-by-run spaces
+    and HyperOpt lacks it, so the trial is added to the Optuna study or the HyperOpt trials
+    directly, in the state any trial gets: a finished one COMPLETE (HyperOpt: its loss), a
+    stopped one PRUNED with its intermediate values (HyperOpt: the stopped-trial loss code), a
+    diverged one FAIL (HyperOpt: nothing). An errored warm trial teaches nothing. Other
+    searchers get nothing (sweeplab's random sampler has no history; a configured searcher's
+    encoding is unknown here).
     """
 
     def __init__(
@@ -40,10 +49,13 @@ class WarmStartSearcher(Searcher):
         metric: str,
         mode: str,
         space: Space | None = None,
+        max_iterations: int | None = None,
     ):
         super().__init__(metric=metric, mode=mode)
         self.inner = inner
         self.space = space
+        self.max_iterations = max_iterations
+        self.log = OutcomeLog(metric, max_iterations)
         self.pending = [copy.deepcopy(dict(config)) for config in configs]
         self.warm: dict[str, dict[str, Any]] = {}
 
@@ -62,6 +74,8 @@ class WarmStartSearcher(Searcher):
     def on_trial_result(self, trial_id: str, result: dict) -> None:
         if trial_id not in self.warm:
             self.inner.on_trial_result(trial_id, result)
+        else:
+            self.log.record(trial_id, result)
 
     def on_trial_complete(
         self, trial_id: str, result: dict | None = None, error: bool = False
@@ -70,11 +84,11 @@ class WarmStartSearcher(Searcher):
             self.inner.on_trial_complete(trial_id, result=result, error=error)
             return
         config = self.warm.pop(trial_id)
-        value = (result or {}).get(self.metric) if not error else None
-        if self.space is None or not is_finite_number(value):
+        outcome = self.log.outcome(trial_id, result, error)
+        if self.space is None or outcome.kind == "errored":
             return
         try:
-            _add_to_history(self.inner, self.space, config, float(value))  # type: ignore[arg-type]
+            _add_to_history(self, config, outcome)
         except Exception:  # history is a hint to the searcher: never fail the sweep for it
             logger.warning("Could not add warm trial %s to the searcher's history.", trial_id)
             logger.debug("Details:", exc_info=True)
@@ -88,17 +102,23 @@ class WarmStartSearcher(Searcher):
             self.__dict__.update(pickle.load(file))
 
 
-def _add_to_history(inner: Searcher, space: Space, config: dict[str, Any], value: float) -> None:
+def _add_to_history(warm: WarmStartSearcher, config: dict[str, Any], outcome: TrialOutcome) -> None:
     from ray.tune.search.hyperopt import HyperOptSearch
     from ray.tune.search.optuna import OptunaSearch
 
+    inner = warm.inner
+    if isinstance(inner, TrialFeedbackSearcher):
+        inner = inner.inner
+    assert warm.space is not None
     if isinstance(inner, OptunaSearch):
-        _add_to_optuna(inner, space, config, value)
+        _add_to_optuna(inner, warm.space, config, outcome)
     elif isinstance(inner, HyperOptSearch):
-        _add_to_hyperopt(inner, space, config, value)
+        loss = hyperopt_loss(outcome, mode=str(warm.mode), max_iterations=warm.max_iterations)
+        if loss is not None:
+            _add_to_hyperopt(inner, warm.space, config, loss)
 
 
-def _add_to_optuna(inner: Any, space: Space, config: dict[str, Any], value: float) -> None:
+def _add_to_optuna(inner: Any, space: Space, config: dict[str, Any], outcome: TrialOutcome) -> None:
     import optuna
 
     from sweeplab.space._optuna import compile_to_optuna, encode_for_optuna
@@ -106,13 +126,26 @@ def _add_to_optuna(inner: Any, space: Space, config: dict[str, Any], value: floa
     # Replaying the define-by-run function on a FixedTrial yields Optuna's distributions.
     fixed = optuna.trial.FixedTrial(encode_for_optuna(space, config))
     compile_to_optuna(space)(fixed)
+    states = {
+        "finished": optuna.trial.TrialState.COMPLETE,
+        "stopped": optuna.trial.TrialState.PRUNED,
+        "diverged": optuna.trial.TrialState.FAIL,
+    }
+    state = states[outcome.kind]
+    if state == optuna.trial.TrialState.COMPLETE and outcome.last_value is None:
+        return  # a finished trial that reported no value teaches nothing
     trial = optuna.trial.create_trial(
-        params=fixed.params, distributions=fixed.distributions, value=value
+        state=state,
+        params=fixed.params,
+        distributions=fixed.distributions,
+        # A pruned trial's value is its last intermediate one, as `study.tell` records it.
+        value=None if state == optuna.trial.TrialState.FAIL else outcome.last_value,
+        intermediate_values=dict(outcome.values),
     )
     optuna_study(inner).add_trial(trial)
 
 
-def _add_to_hyperopt(inner: Any, space: Space, config: dict[str, Any], value: float) -> None:
+def _add_to_hyperopt(inner: Any, space: Space, config: dict[str, Any], loss: float) -> None:
     import hyperopt
 
     from sweeplab.space._hyperopt import encode_for_hyperopt
@@ -129,7 +162,6 @@ def _add_to_hyperopt(inner: Any, space: Space, config: dict[str, Any], value: fl
         "idxs": {label: [tid] if label in vals else [] for label in domain.params},
         "vals": {label: [vals[label]] if label in vals else [] for label in domain.params},
     }
-    loss = inner.metric_op * value  # HyperOpt minimises
     (doc,) = trials.new_trial_docs(
         [tid], [None], [{"status": hyperopt.STATUS_OK, "loss": loss}], [misc]
     )

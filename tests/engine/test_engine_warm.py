@@ -219,10 +219,11 @@ def observed(searcher: str, inner: Any) -> list[tuple[dict[str, Any], float]]:
     """The (params, value) pairs the inner searcher has as finished trials, oldest first."""
     if searcher == "optuna":
         return [(t.params, t.value) for t in optuna_study(inner).trials if t.value is not None]
+    # HyperOpt's loss of a finished trial is `1/2 + atan(loss) / pi` (sweeplab's order code).
     return [
         (
             {k: v[0] for k, v in t["misc"]["vals"].items() if v},
-            inner.metric_op * t["result"]["loss"],
+            inner.metric_op * math.tan((t["result"]["loss"] - 0.5) * math.pi),
         )
         for t in hyperopt_trials(inner).trials
         if t["result"].get("status") == "ok"
@@ -232,25 +233,30 @@ def observed(searcher: str, inner: Any) -> list[tuple[dict[str, Any], float]]:
 @pytest.mark.parametrize("mode", ["min", "max"])
 @pytest.mark.parametrize("searcher", ["optuna", "hyperopt"])
 def test_a_finished_warm_trial_joins_the_searchers_history(searcher: str, mode: str) -> None:
-    sweep = make(space=RICH, searcher=searcher, mode=mode, warm_start=RICH_WARM, num_trials=30)
+    sweep = make(
+        space=RICH, searcher=searcher, mode=mode, warm_start=RICH_WARM, num_trials=30,
+        max_iterations=2,
+    )  # fmt: skip
     alg = searcher_of(sweep)
+    inner = alg.inner.inner  # the searcher inside sweeplab's `TrialFeedbackSearcher`
     assert [alg.suggest("w0"), alg.suggest("w1")] == RICH_WARM
-    assert observed(searcher, alg.inner) == []
+    assert observed(searcher, inner) == []
     alg.on_trial_result("w0", {"loss": 0.7, "training_iteration": 1})
     alg.on_trial_complete("w0", result={"loss": 0.5, "training_iteration": 2})
-    ((params, value),) = observed(searcher, alg.inner)
-    assert value == 0.5
+    ((params, value),) = observed(searcher, inner)
+    assert value == pytest.approx(0.5)
     expected = {"lr": 0.01, "n": 2, "d": 0.3}
     assert {k: params[k] for k in expected} == expected
     alg.on_trial_complete("w1", error=True)  # an errored warm trial teaches nothing
-    assert len(observed(searcher, alg.inner)) == 1
+    assert len(observed(searcher, inner)) == 1
     # The searcher goes on (past its random start-up trials) with the warm trial in its history.
     for index in range(22):
         config = alg.suggest(f"t{index}")
         sweep.space.validate_config(decode_config(sweep.space, config))
         alg.on_trial_complete(f"t{index}", result={"loss": 1.0 + index})
-    values = [v for _, v in observed(searcher, alg.inner)]
-    assert values[0] == 0.5 and len(values) == 23 and all(math.isfinite(v) for v in values)
+    values = [v for _, v in observed(searcher, inner)]
+    assert values[0] == pytest.approx(0.5) and len(values) == 23
+    assert all(math.isfinite(v) for v in values)
 
 
 def test_the_random_searcher_has_no_history_and_is_not_disturbed() -> None:

@@ -1,0 +1,254 @@
+"""What a model-based searcher learns from a trial that ended: finished, stopped, diverged, errored.
+
+Ray's `OptunaSearch` and `HyperOptSearch` tell their model every ended trial's last value as a
+final one. Under ASHA most trials end at their first rung, so TPE then models iteration-1 values
+as if they were final, and proposes more fast starters. :class:`TrialFeedbackSearcher` sits
+between Tune and such a searcher and tells it what each trial really was.
+
+How an ending is told apart (Ray Tune 2.60, ``tune_controller.py``). Tune calls the searcher's
+``on_trial_complete(trial_id, result)`` for every trial that ends without an error, with the
+trial's last result flattened:
+
+- A scheduler or a stopper that stops a trial decides *at a result*: Tune marks that result
+  ``done`` and withholds it from the searcher's ``on_trial_result``; it reaches the searcher
+  only in ``on_trial_complete``.
+- A training function that returns by itself makes Tune replay its last result, already given
+  to ``on_trial_result``, now marked ``done``.
+- A trial Tune stops from outside (the sweep's time budget) ends on an already seen result
+  that is not marked ``done``; a paused or pending trial that is removed ends with no result.
+
+So ``done`` alone does not say "finished" (Tune sets it on a stopped trial's result too). A
+trial is **finished** when its last result reached ``max_iterations``, or was already seen and
+is marked ``done``; **diverged** when its last value of the metric is NaN or infinite (sweeplab
+stops such a trial at that report, see :mod:`sweeplab.engine._divergence`); **stopped** otherwise;
+**errored** when Tune says so.
+
+What each searcher is told:
+
+- **Optuna** (Optuna's own semantics): finished -> COMPLETE with its last value; stopped ->
+  PRUNED, with the value of each reported iteration as the trial's intermediate values (the
+  stopping one included), so that TPE ranks it below the finished trials, by how far it got and
+  then by its value there; diverged and errored -> FAIL, with no value.
+- **HyperOpt**: its TPE uses only the order of the trials' losses (``ap_split_trials`` sorts
+  them). The loss it gets is a code of Optuna's order: ``tier + 1/2 + atan(loss) / pi``, where
+  ``tier`` is 0 for a finished trial and ``max_iterations - iterations`` for a stopped one.
+  The second term maps every finite loss into (0, 1) in order, so every finished trial comes
+  before every stopped one, and a stopped trial that got further before one that got less far.
+  A diverged or errored trial, and a stopped one that reported no value, is an errored
+  HyperOpt job: left out of the model, as Optuna's TPE leaves out FAIL.
+  Dropping stopped trials instead would leave TPE mostly random under ASHA (most trials stop),
+  and a fixed penalty would lose how far each got.
+
+Other searchers are told what Tune tells them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import ray.cloudpickle as pickle
+from ray.tune.search import Searcher
+
+from sweeplab._numbers import is_finite_number, is_number
+
+__all__ = [
+    "OUTCOMES",
+    "OutcomeLog",
+    "TrialFeedbackSearcher",
+    "TrialOutcome",
+    "hyperopt_loss",
+    "with_trial_feedback",
+]
+
+logger = logging.getLogger(__name__)
+
+OUTCOMES = ("finished", "stopped", "diverged", "errored")
+_ITERATION = "training_iteration"
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialOutcome:
+    """How one trial ended, as its searcher learns it.
+
+    Attributes:
+        kind: One of :data:`OUTCOMES`.
+        values: The finite values of the metric by ``training_iteration``, the last result's
+            included.
+        withheld: Whether the last result never reached ``on_trial_result`` (Tune withholds
+            the result at which a scheduler or stopper stops a trial).
+    """
+
+    kind: str
+    values: dict[int, float]
+    withheld: bool = False
+
+    @property
+    def last_iteration(self) -> int | None:
+        """The last iteration with a finite value, or None."""
+        return max(self.values) if self.values else None
+
+    @property
+    def last_value(self) -> float | None:
+        """The value at :attr:`last_iteration`, or None."""
+        last = self.last_iteration
+        return None if last is None else self.values[last]
+
+
+class OutcomeLog:
+    """The values each live trial reported, and the outcome of each trial that ends.
+
+    Args:
+        metric: The metric the searcher optimises.
+        max_iterations: A trial's budget in reports; None when the sweep sets none.
+    """
+
+    def __init__(self, metric: str, max_iterations: int | None) -> None:
+        self.metric = metric
+        self.max_iterations = max_iterations
+        self.values: dict[str, dict[int, float]] = {}
+        self.seen: dict[str, set[int]] = {}
+
+    def record(self, trial_id: str, result: Mapping[str, Any]) -> bool:
+        """Notes a result given to the searcher; returns whether its metric is finite."""
+        iteration = result.get(_ITERATION)
+        value: Any = result.get(self.metric)
+        if isinstance(iteration, int):
+            self.seen.setdefault(trial_id, set()).add(iteration)
+            if is_finite_number(value):
+                self.values.setdefault(trial_id, {})[iteration] = float(value)
+        return is_finite_number(value)
+
+    def outcome(
+        self, trial_id: str, result: Mapping[str, Any] | None, error: bool = False
+    ) -> TrialOutcome:
+        """The outcome of `trial_id`, which ended with `result`; forgets the trial."""
+        values = self.values.pop(trial_id, {})
+        seen = self.seen.pop(trial_id, set())
+        if error:
+            return TrialOutcome("errored", values)
+        if not result:
+            return TrialOutcome("stopped", values)
+        value: Any = result.get(self.metric)
+        iteration = result.get(_ITERATION)
+        if is_number(value) and not is_finite_number(value):
+            return TrialOutcome("diverged", values)
+        step = iteration if isinstance(iteration, int) else max(values, default=0) + 1
+        if is_finite_number(value):
+            values = {**values, step: float(value)}
+        if not isinstance(iteration, int):
+            return TrialOutcome("finished", values)  # no iteration: nothing says it was cut
+        reached = self.max_iterations is not None and iteration >= self.max_iterations
+        returned = iteration in seen and bool(result.get("done"))
+        kind = "finished" if reached or returned else "stopped"
+        return TrialOutcome(kind, values, withheld=iteration not in seen)
+
+
+def hyperopt_loss(outcome: TrialOutcome, *, mode: str, max_iterations: int | None) -> float | None:
+    """The loss HyperOpt gets for a finished or stopped trial (see the module's docstring).
+
+    None when HyperOpt should get no loss: a diverged or errored trial, or one with no value.
+    """
+    value = outcome.last_value
+    if outcome.kind not in ("finished", "stopped") or value is None:
+        return None
+    loss = value if mode == "min" else -value
+    tier = 0
+    if outcome.kind == "stopped":
+        reached = outcome.last_iteration or 0
+        tier = max(1, max_iterations - reached) if max_iterations is not None else 1
+    return tier + 0.5 + math.atan(loss) / math.pi
+
+
+class TrialFeedbackSearcher(Searcher):
+    """Wraps an `OptunaSearch` or `HyperOptSearch` so that it learns each trial's outcome.
+
+    See the module's docstring for what each searcher is told. Results whose metric is NaN or
+    infinite are not passed on (Optuna would store them as intermediate values).
+
+    Args:
+        inner: The searcher.
+        metric: The metric it optimises.
+        mode: ``"min"`` or ``"max"``.
+        max_iterations: A trial's budget in reports.
+    """
+
+    def __init__(
+        self, inner: Searcher, *, metric: str, mode: str, max_iterations: int | None
+    ) -> None:
+        super().__init__(metric=metric, mode=mode)
+        self.inner = inner
+        self.max_iterations = max_iterations
+        self.log = OutcomeLog(metric, max_iterations)
+
+    def set_search_properties(
+        self, metric: str | None, mode: str | None, config: dict, **spec: Any
+    ) -> bool:
+        return bool(self.inner.set_search_properties(metric, mode, config, **spec))
+
+    def suggest(self, trial_id: str) -> dict[str, Any] | None:
+        return self.inner.suggest(trial_id)
+
+    def on_trial_result(self, trial_id: str, result: dict) -> None:
+        if self.log.record(trial_id, result):
+            self.inner.on_trial_result(trial_id, result)
+
+    def on_trial_complete(
+        self, trial_id: str, result: dict | None = None, error: bool = False
+    ) -> None:
+        outcome = self.log.outcome(trial_id, result, error)
+        from ray.tune.search.hyperopt import HyperOptSearch
+        from ray.tune.search.optuna import OptunaSearch
+
+        if isinstance(self.inner, OptunaSearch):
+            self._tell_optuna(trial_id, outcome, result)
+        elif isinstance(self.inner, HyperOptSearch):
+            self._tell_hyperopt(trial_id, outcome)
+        else:
+            self.inner.on_trial_complete(trial_id, result=result, error=error)
+
+    def _tell_optuna(self, trial_id: str, outcome: TrialOutcome, result: dict | None) -> None:
+        if outcome.kind == "finished":
+            self.inner.on_trial_complete(trial_id, result=result)
+        elif outcome.kind == "stopped":
+            # The stopping result never reached `on_trial_result`: report it as the last step.
+            if result and outcome.withheld and result.get(_ITERATION) == outcome.last_iteration:
+                self.inner.on_trial_result(trial_id, result)
+            # No value makes `OptunaSearch` tell PRUNED; Optuna takes the last intermediate one.
+            self.inner.on_trial_complete(trial_id, result=None)
+        else:
+            self.inner.on_trial_complete(trial_id, result=None, error=True)
+
+    def _tell_hyperopt(self, trial_id: str, outcome: TrialOutcome) -> None:
+        loss = hyperopt_loss(outcome, mode=str(self.mode), max_iterations=self.max_iterations)
+        if loss is None:
+            self.inner.on_trial_complete(trial_id, result=None, error=True)
+            return
+        # `HyperOptSearch` takes `metric_op * result[metric]` as the loss (metric_op is +-1).
+        key = self.inner.metric
+        self.inner.on_trial_complete(trial_id, result={key: self.inner.metric_op * loss})
+
+    def save(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "wb") as file:
+            pickle.dump(self.__dict__, file)
+
+    def restore(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "rb") as file:
+            self.__dict__.update(pickle.load(file))
+
+
+def with_trial_feedback(
+    searcher: Any, *, metric: str, mode: str, max_iterations: int | None
+) -> Any:
+    """`searcher` wrapped in :class:`TrialFeedbackSearcher` if it is Optuna's or HyperOpt's."""
+    from ray.tune.search.hyperopt import HyperOptSearch
+    from ray.tune.search.optuna import OptunaSearch
+
+    if isinstance(searcher, (OptunaSearch, HyperOptSearch)):
+        return TrialFeedbackSearcher(
+            searcher, metric=metric, mode=mode, max_iterations=max_iterations
+        )
+    return searcher
