@@ -224,6 +224,7 @@ def _print_outcome(console: Any, outcome: Any) -> None:
         f"[bold]{resolved.name}[/bold]: {outcome.trials} trials in {outcome.wall_s:.1f}s "
         f"({outcome.errored} errored); storage {outcome.storage_dir}"
     )
+    console.print(_diverged_line(outcome.diverged, outcome.trials, outcome.resolved.metric))
     summary = outcome.summary
     if summary is not None and getattr(summary, "trials", None):
         table = Table(
@@ -251,6 +252,16 @@ def _print_outcome(console: Any, outcome: Any) -> None:
     console.print(f"Ray's logs: {outcome.storage_dir / 'ray.log'}")
     for warning in outcome.warnings:
         console.print(f"[yellow]warning[/yellow]: {warning}")
+
+
+def _diverged_line(diverged: int, trials: int, metric: str) -> str:
+    """How many trials diverged: their metric was NaN or infinite, so they were cut there."""
+    if not diverged:
+        return f"diverged: 0 of {trials} trials"
+    return (
+        f"[magenta]diverged[/magenta]: {diverged} of {trials} trials ({metric} NaN or "
+        "infinite); each was stopped at its first such report and ranks last"
+    )
 
 
 def _compact(config: dict[str, Any]) -> str:
@@ -310,6 +321,15 @@ def _cmd_best(args: argparse.Namespace) -> int:
     console.print_json(json.dumps(best.get("config"), default=str))
     console.print(f"checkpoint: {best.get('checkpoint')}")
     console.print(f"MLflow run: {best.get('mlflow_run_id')}")
+    from sweeplab.tracking import ranked_configs
+
+    ranked = ranked_configs(args.sweep, args.tracking_uri).trials
+    diverged = [trial.trial_id for trial in ranked if trial.status == "diverged"]
+    if diverged:
+        console.print(
+            _diverged_line(len(diverged), len(ranked), str(best.get("metric")))
+            + f": {', '.join(diverged)}"
+        )
     return EXIT_OK
 
 

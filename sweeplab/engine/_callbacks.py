@@ -20,7 +20,8 @@ class TrialView:
     Attributes:
         trial_id: Tune's id of the trial (also its MLflow run name and ``sweeplab.trial_id``).
         status: ``"PENDING"``, ``"RUNNING"``, ``"PAUSED"``, ``"TERMINATED"`` (ran to its end),
-            ``"STOPPED"`` (stopped early by the scheduler) or ``"ERROR"``.
+            ``"STOPPED"`` (stopped early by the scheduler), ``"DIVERGED"`` (stopped at its first
+            report whose metric is NaN or infinite) or ``"ERROR"``.
         iteration: Reports so far (Tune's ``training_iteration``); 0 before the first.
         metrics: The trial's latest report (empty before the first).
         path: The trial's local folder (Tune's ``result.json``, error files), if any.
@@ -114,7 +115,8 @@ class SweepCallback:
         """The trial ended by itself or at the sweep's ``max_iterations``."""
 
     def on_trial_stop(self, trial: TrialView) -> None:
-        """The scheduler stopped the trial early (ASHA, median stopping, HyperBand...)."""
+        """The trial was stopped early: by the scheduler (ASHA, median stopping, HyperBand...),
+        or, with ``trial.status == "DIVERGED"``, at its first NaN or infinite metric."""
 
     def on_trial_retry(self, trial: TrialView) -> None:
         """The trial failed and will restart from its latest checkpoint (``max_failures``)."""

@@ -18,8 +18,11 @@ _STATUS_STYLE = {
     "RUNNING": "cyan",
     "TERMINATED": "green",
     "STOPPED": "yellow",
+    "DIVERGED": "magenta",
     "ERROR": "red",
 }
+
+_ENDED = ("TERMINATED", "STOPPED", "DIVERGED", "ERROR")
 
 
 class LiveTable(SweepCallback):
@@ -59,7 +62,7 @@ class LiveTable(SweepCallback):
                 row["value"] = float(value)
                 if row["best"] is None or self._better(value, row["best"]):
                     row["best"] = float(value)
-        if status in ("TERMINATED", "STOPPED", "ERROR"):
+        if status in _ENDED:
             row["t1"] = time.monotonic()
 
     def on_trial_start(self, trial: TrialView) -> None:
@@ -74,7 +77,7 @@ class LiveTable(SweepCallback):
         self.update(trial.trial_id, None, "TERMINATED" if reached else "STOPPED")
 
     def on_trial_stop(self, trial: TrialView) -> None:
-        self.update(trial.trial_id, None, "STOPPED")
+        self.update(trial.trial_id, None, "DIVERGED" if trial.status == "DIVERGED" else "STOPPED")
 
     def on_trial_error(self, trial: TrialView) -> None:
         self.update(trial.trial_id, None, "ERROR")
@@ -125,7 +128,7 @@ class LiveTable(SweepCallback):
                 _fmt(row["best"]),
                 f"{end - row['t0']:.0f}s",
             )
-        done = sum(r["status"] in ("TERMINATED", "STOPPED", "ERROR") for r in self.rows.values())
+        done = sum(r["status"] in _ENDED for r in self.rows.values())
         elapsed = time.monotonic() - self.started
         header = Text(
             f"trials {done}/{self.total_trials} done · best {self.metric} {_fmt(best)} · "

@@ -79,6 +79,7 @@ class SweepOutcome:
     wall_s: float
     errored: int
     trials: int
+    diverged: int = 0
     warm_start: WarmStartPlan | None = None
     warnings: tuple[str, ...] = ()
 
@@ -166,6 +167,8 @@ def _run_on_ray(
 ) -> SweepOutcome:
     from ray import tune
 
+    from sweeplab.engine._divergence import DivergenceStopper
+
     sweep, run_dir = resolved.sweep, resolved.run_dir
     decode = resolved.config_decoder()
     tracker = None
@@ -203,6 +206,7 @@ def _run_on_ray(
             callbacks,
             max_iterations=resolved.max_iterations,
             decode=decode,
+            metric=resolved.metric,
         )
     )
     SINKS.append(OrphanGroupReaper())
@@ -240,6 +244,7 @@ def _run_on_ray(
                 storage_path=str(run_dir),
                 verbose=0,
                 callbacks=[RelayCallback()],
+                stop=DivergenceStopper(resolved.metric),
                 # An exploit restarts a trial from a donor's checkpoint, which must still exist.
                 checkpoint_config=tune.CheckpointConfig(num_to_keep=4 if traits.exploits else 2),
                 failure_config=tune.FailureConfig(max_failures=resolved.max_failures),
@@ -287,6 +292,7 @@ def _run_on_ray(
         wall_s=time.monotonic() - started,
         errored=errored,
         trials=len(results),
+        diverged=sum(1 for trial in summary.trials if trial.status == "diverged"),
         warm_start=warm_start,
         warnings=tuple(w for w in [table.data_wait_warning()] if w),
     )

@@ -9,6 +9,7 @@ from typing import Any
 from ray.tune import Callback
 
 from sweeplab.engine._callbacks import SweepCallback, TrialView
+from sweeplab.engine._divergence import diverged
 
 __all__ = ["TuneEvents"]
 
@@ -21,11 +22,13 @@ class TuneEvents(Callback):
     result, the scheduler (or a stopper) decided to stop the trial, while a trainable that
     returned by itself gets its last result marked ``done`` only afterwards. ASHA also "stops" a
     trial that reached its budget, so a trial at ``max_iterations`` counts as complete (both
-    measured with a real ASHA run).
+    measured with a real ASHA run). A trial whose last report's metric is NaN or infinite was
+    stopped by sweeplab's divergence stopper: it is told as a stop, with status ``"DIVERGED"``.
 
     Args:
         callbacks: The sweep callbacks, called in order.
         max_iterations: The budget of one trial, when the sweep has one.
+        metric: The sweep's metric, whose NaN or infinite value marks a diverged trial.
         decode: Turns Tune's config into the training function's (``TrialView.config``).
     """
 
@@ -35,8 +38,10 @@ class TuneEvents(Callback):
         *,
         max_iterations: int | None = None,
         decode: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        metric: str | None = None,
     ) -> None:
         self._callbacks = list(callbacks)
+        self._metric = metric
         self._max_iterations = max_iterations
         self._decode = decode
         self._added: set[str] = set()
@@ -101,6 +106,11 @@ class TuneEvents(Callback):
     def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         self._add(trial)
         view = self._view(trial, "TERMINATED")
+        if self._metric is not None and diverged(view.metrics, self._metric):
+            view.status = "DIVERGED"
+            for callback in self._callbacks:
+                callback.on_trial_stop(view)
+            return
         reached = self._max_iterations is not None and view.iteration >= self._max_iterations
         if self._stopped_at_result.get(trial.trial_id, False) and not reached:
             view.status = "STOPPED"

@@ -21,7 +21,8 @@ SPACE_ARTIFACT = "spec/space.yaml"
 
 # sweeplab's trial status -> Optuna's trial state. A trial that a scheduler stopped is PRUNED,
 # as Optuna's own pruners leave it; one still `running` when its sweep ended was killed.
-_STATES = {"finished": "COMPLETE", "stopped_early": "PRUNED"}
+# A diverged trial (NaN or infinite metric) is FAIL, as sweeplab's searchers learn it.
+_STATES = {"finished": "COMPLETE", "stopped_early": "PRUNED", "diverged": "FAIL"}
 
 
 def read_space(data: SweepData, *, tracking_uri: str | None = None) -> Space | None:
@@ -196,7 +197,8 @@ def sweep_study(data: SweepData, *, space: Space | None = None) -> optuna.Study:
       A value outside its distribution (a warm-start config, an older space) widens it.
     - **state**: ``finished`` -> COMPLETE with its ranked value (best, or last when the sweep
       ranks by the last value); ``stopped_early`` -> PRUNED (no value, as Optuna's pruners
-      leave a trial); ``errored`` and a trial still ``running`` when the sweep ended -> FAIL.
+      leave a trial); ``diverged``, ``errored`` and a trial still ``running`` when the sweep
+      ended -> FAIL.
     - **intermediate values**: the metric at each reported step.
     - **user attrs**: ``trial_id``, ``rank``, ``status``, ``run_id``.
     """

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 RANK_BY = ("best", "last")
+DIVERGED = "diverged"
 MODES = ("min", "max")
 
 
@@ -18,7 +19,8 @@ class TrialRecord:
     Attributes:
         trial_id: Tune's trial id.
         run_id: The trial's MLflow child run id (``None`` when it was never created).
-        status: ``finished``, ``stopped_early``, ``errored`` or ``running``.
+        status: ``finished``, ``stopped_early``, ``diverged`` (stopped at its first NaN or
+            infinite value of the metric), ``errored`` or ``running``.
         config: The trial's nested config (secrets masked). For a trial whose config PBT
             changed, the config that was in effect at ``best_iteration``.
         best_value: Best reported value of the metric (by ``mode``), ``None`` if none.
@@ -61,10 +63,11 @@ class SweepSummary:
 
     @property
     def best(self) -> TrialRecord | None:
-        """The best trial, or ``None`` when no trial reported the metric."""
-        if self.trials and self.trials[0].value(self.rank_by) is not None:
-            return self.trials[0]
-        return None
+        """The best trial, or ``None`` when no trial reported the metric without diverging."""
+        if not self.trials or self.trials[0].status == DIVERGED:
+            return None
+        value = self.trials[0].value(self.rank_by)
+        return self.trials[0] if value is not None and math.isfinite(value) else None
 
 
 def best_config_document(summary: SweepSummary, sweep: str) -> dict[str, Any]:
@@ -102,9 +105,10 @@ def rank_trials(
 ) -> list[TrialRecord]:
     """Ranks trials by the best (or last) reported value of ``metric``.
 
-    Trials without a value (or with NaN) rank last. Ties are broken by the earlier iteration at
-    which the value was reached, then by trial id, so the order is deterministic. Sets
-    ``rank`` (1 = best) on each record and returns them in rank order.
+    Trials without a finite value rank after those with one, and diverged trials (status
+    ``diverged``) after all others, whatever they reported before diverging. Ties are broken
+    by the earlier iteration at which the value was reached, then by trial id, so the order is
+    deterministic. Sets ``rank`` (1 = best) on each record and returns them in rank order.
 
     Args:
         trials: The records to rank.
@@ -117,7 +121,9 @@ def rank_trials(
 
     def key(record: TrialRecord) -> tuple[int, float, float, str]:
         value = record.value(rank_by)
-        if value is None or math.isnan(value):
+        if record.status == DIVERGED:
+            return (2, 0.0, math.inf, record.trial_id)
+        if value is None or not math.isfinite(value):
             return (1, 0.0, math.inf, record.trial_id)
         reached = record.best_iteration if rank_by == "best" else record.iterations
         return (0, sign * value, float(reached or 0), record.trial_id)

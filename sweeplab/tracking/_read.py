@@ -185,7 +185,7 @@ def load_sweep(name: str, tracking_uri: str | None = None) -> SweepData:
                 )
                 if key == metric:
                     curve.setdefault(point.step, point.value)
-        values = [v for v in curve.values() if not math.isnan(v)]
+        values = [v for v in curve.values() if math.isfinite(v)]
         best = (min if mode == "min" else max)(values) if values else math.nan
         row = {
             "trial_id": trial_id,
@@ -227,7 +227,8 @@ class RankedConfig:
     Attributes:
         rank: 1 for the best trial.
         trial_id: Tune's trial id.
-        status: ``finished``, ``stopped_early``, ``errored`` or ``running`` (killed).
+        status: ``finished``, ``stopped_early``, ``diverged``, ``errored`` or ``running``
+            (killed).
         config: The nested config (secrets masked as ``***``).
         last_value: The last reported value of the sweep's metric, ``None`` if it reported none.
     """

@@ -269,10 +269,18 @@ class TrialEvents:
         # stopper) decided to stop the trial; a trainable that returned by itself has its last
         # result marked ``done`` only afterwards. ASHA also "stops" a trial that reached its
         # budget, hence the ``max_iterations`` check (both measured with a real ASHA run).
+        # A NaN or infinite last value: sweeplab's divergence stopper ended the trial there.
         stopped = state.stopped_at_result
         reached = self.max_iterations is not None and state.iterations >= self.max_iterations
+        last = state.values.get(state.iterations)
         tags = {"sweeplab.restarts": str(state.restarts + state.group_restarts)}
-        if reached or not stopped:
+        run_status = "FINISHED"
+        if last is not None and not math.isfinite(last):
+            state.status = "diverged"
+            tags["sweeplab.stopped_by"] = "divergence"
+            tags["sweeplab.stopped_at_iteration"] = str(state.iterations)
+            run_status = "FAILED"
+        elif reached or not stopped:
             state.status = "finished"
         else:
             state.status = "stopped_early"
@@ -280,7 +288,7 @@ class TrialEvents:
             tags["sweeplab.stopped_at_iteration"] = str(state.iterations)
         tags["sweeplab.status"] = state.status
         self.sink.set_tags(trial.trial_id, tags)
-        self.sink.end_run(trial.trial_id, "FINISHED")
+        self.sink.end_run(trial.trial_id, run_status)
 
     def on_error(self, trial: Any) -> None:
         state = self.register(trial)
@@ -335,7 +343,7 @@ class TrialEvents:
         return [self._record(state) for state in self.trials.values()]
 
     def _record(self, state: _TrialState) -> TrialRecord:
-        values = {s: v for s, v in state.values.items() if not math.isnan(v)}
+        values = {s: v for s, v in state.values.items() if math.isfinite(v)}
         best_value = best_iteration = last_value = None
         if values:
             pick = min if self.mode == "min" else max
