@@ -234,3 +234,16 @@ def test_warm_trials_join_the_history_in_the_same_states(name: str, tmp_path: Pa
         trials = hyperopt_trials(inner)
         losses = [doc["result"]["loss"] for doc in trials.trials]
         assert len(losses) == 2 and 0 < losses[0] < 1 < losses[1]
+
+
+def test_only_optuna_and_hyperopt_are_wrapped_a_configured_one_too() -> None:
+    from ray.tune.search.optuna import OptunaSearch
+
+    configured = OptunaSearch()
+    sweep = Sweep(
+        name="feedback", train_func=train_func, space=SPACE, metric="loss", mode="min",
+        searcher=configured, num_trials=4, max_iterations=MAX,
+    )  # fmt: skip
+    alg = build_search(sweep).search_alg
+    assert isinstance(alg, TrialFeedbackSearcher) and alg.inner is configured
+    assert not isinstance(searcher("random"), TrialFeedbackSearcher)
