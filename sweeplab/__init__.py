@@ -11,6 +11,7 @@ from typing import Any
 
 from sweeplab.errors import ResourceError, SpecError, SweeplabError
 from sweeplab.space import (
+    OptunaSearcher,
     Space,
     choice,
     grid,
@@ -26,6 +27,7 @@ from sweeplab.spec import Sweep, load_spec
 __version__ = "0.1.0"
 
 __all__ = [
+    "OptunaSearcher",
     "ResourceError",
     "Space",
     "SpecError",

@@ -17,6 +17,7 @@ from typing import Any
 
 from sweeplab._numbers import is_finite_number
 from sweeplab.errors import SpecError
+from sweeplab.space._optuna_searcher import OptunaSearcher
 
 __all__ = [
     "PLACEMENT_STRATEGIES",
@@ -48,8 +49,9 @@ class Sweep:
             constants), or a `sweeplab.Space`.
         metric: Name of the reported metric to optimise.
         mode: ``"min"`` or ``"max"``.
-        searcher: ``"random"``, ``"grid"``, ``"optuna"``, ``"hyperopt"`` or a configured
-            ``ray.tune.search.Searcher``.
+        searcher: ``"random"``, ``"grid"``, ``"optuna"``, ``"hyperopt"``, a
+            `sweeplab.OptunaSearcher` (Optuna's sampler settings, compiled against this space;
+            ``"optuna"`` is ``OptunaSearcher()``) or a configured ``ray.tune.search.Searcher``.
         scheduler: ``"fifo"``, ``"asha"``, ``"hyperband"``, ``"median"``, ``"pbt"`` or a
             configured ``ray.tune.schedulers.TrialScheduler``.
         num_trials: Number of trials to sample (with ``searcher="grid"``: repeats of the grid).
@@ -130,8 +132,14 @@ class Sweep:
         _check_one_of("mode", self.mode, ("min", "max"))
         if isinstance(self.searcher, str):
             _check_one_of("searcher", self.searcher, SEARCHERS)
-        elif not hasattr(self.searcher, "suggest"):
-            _fail("searcher", f"must be one of {SEARCHERS} or a Ray Tune Searcher", self.searcher)
+        elif not isinstance(self.searcher, OptunaSearcher) and not hasattr(
+            self.searcher, "suggest"
+        ):
+            _fail(
+                "searcher",
+                f"must be one of {SEARCHERS}, a sweeplab.OptunaSearcher or a Ray Tune Searcher",
+                self.searcher,
+            )
         if isinstance(self.scheduler, str):
             _check_one_of("scheduler", self.scheduler, SCHEDULERS)
         elif not hasattr(self.scheduler, "on_trial_result"):
@@ -274,7 +282,11 @@ class Sweep:
 
     @property
     def searcher_name(self) -> str:
-        return self.searcher if isinstance(self.searcher, str) else type(self.searcher).__name__
+        if isinstance(self.searcher, str):
+            return self.searcher
+        if isinstance(self.searcher, OptunaSearcher):
+            return str(self.searcher)
+        return type(self.searcher).__name__
 
     @property
     def scheduler_name(self) -> str:

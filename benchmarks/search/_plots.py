@@ -188,7 +188,7 @@ def _plot_variants(report: dict[str, Any], path: Path) -> Path | None:
             median = result["summary"][strategy]["median"]
             shown = _NEVER if median is None or math.isinf(median) else median
             axis.hlines(shown, index - 0.3, index + 0.3, color="tab:blue", lw=2.5)
-        labels = ["g1 rf3 (default)" if n == "optuna+asha" else n.split("+asha ")[1] for n in names]
+        labels = [n.removesuffix("+asha") for n in names]
         axis.set_xticks(range(len(names)), labels, rotation=30, ha="right", fontsize=8)
         axis.axhline(1 / 3, color="tab:blue", ls=":", lw=0.8)
         axis.axhline(_NEVER, color="red", lw=0.5)
@@ -197,7 +197,8 @@ def _plot_variants(report: dict[str, Any], path: Path) -> Path | None:
         axis.grid(alpha=0.3, axis="y")
     axes[0][0].set_ylabel("budget to reach the target (fraction of N x R)")
     fig.suptitle(
-        "Optuna TPE + ASHA by grace period (g) and reduction factor (rf); top line: never",
+        "Optuna + ASHA: the default (TPE, rung rule, scaled start-up) and the other levers;"
+        " top line: never",
         fontsize=10,
     )
     fig.tight_layout()
@@ -261,7 +262,7 @@ def plot_all(report: dict[str, Any], folder: Path) -> list[Path]:
     if report["problems"]:
         paths.append(_plot_headline(report, folder / "search-headline.png"))
     for extra in (
-        _plot_variants(report, folder / "search-asha-variants.png"),
+        _plot_variants(report, folder / "search-optuna-variants.png"),
         _plot_warm(report, folder / "search-warm.png"),
     ):
         if extra is not None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-__all__ = ["BASELINE", "STRATEGIES", "VARIANTS", "Strategy"]
+from sweeplab import OptunaSearcher
+
+__all__ = ["ASHA_VARIANTS", "BASELINE", "STRATEGIES", "VARIANTS", "Strategy"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -14,7 +16,7 @@ class Strategy:
 
     Attributes:
         name: Short name, as in tables and the JSON.
-        searcher: The sweep's ``searcher``.
+        searcher: The sweep's ``searcher``: a name, or a configured `sweeplab.OptunaSearcher`.
         scheduler: The sweep's ``scheduler`` name; with ``asha``, ``grace`` and ``rf`` set,
             a configured ``ASHAScheduler`` instead.
         early_stopping: Whether trials stop early (they get more trials than the baseline, and
@@ -29,7 +31,7 @@ class Strategy:
     """
 
     name: str
-    searcher: str
+    searcher: str | OptunaSearcher
     scheduler: str
     early_stopping: bool
     checkpoint: bool = False
@@ -59,24 +61,48 @@ class Strategy:
 
 
 BASELINE = Strategy("random+fifo", "random", "fifo", early_stopping=False)
+# Optuna's TPE as sweeplab configured it before the rung rule: Optuna's own 10 start-up trials,
+# stopped trials told as PRUNED (ranked below finished ones by how far they got).
+PRUNED_TPE = OptunaSearcher(rung_rule=False, group=False, startup_trials=10)
 STRATEGIES: dict[str, Strategy] = {
     s.name: s
     for s in [
         BASELINE,
         Strategy("random+asha", "random", "asha", early_stopping=True),
+        # `searcher="optuna"` is `OptunaSearcher()`: TPE, the rung rule, start-up scaled.
         Strategy("optuna+asha", "optuna", "asha", early_stopping=True),
+        Strategy("optuna pruned-tpe+asha", PRUNED_TPE, "asha", early_stopping=True),
         Strategy("hyperopt+asha", "hyperopt", "asha", early_stopping=True),
-        # HyperBand gets N trials, not more: at the planned concurrency (2 here) it stopped no
-        # trial in any run (docs/search.md), so trials past the N-th only ran past the budget.
+        # HyperBand gets N trials: its brackets are planned from them (sweeplab preview).
         Strategy(
             "optuna+hyperband", "optuna", "hyperband", True, True, pauses=True, trial_factor=1
         ),
         Strategy("random+pbt", "random", "pbt", early_stopping=False, checkpoint=True),
     ]
 }
-# Optuna TPE + ASHA with other grace periods and reduction factors than sweeplab's default
-# (grace 1, reduction factor 3, which is `optuna+asha` above): run on the synthetic problems.
+# The other search-side levers, on the synthetic problems: Optuna's GP sampler under the same
+# rung rule, and the rung rule with Optuna's fixed 10 start-up trials.
 VARIANTS: dict[str, Strategy] = {
+    s.name: s
+    for s in [
+        Strategy("optuna gp+asha", OptunaSearcher(sampler="gp"), "asha", early_stopping=True),
+        Strategy(
+            "optuna good25+asha",
+            OptunaSearcher(good_fraction=0.25),
+            "asha",
+            early_stopping=True,
+        ),
+        Strategy(
+            "optuna startup10+asha",
+            OptunaSearcher(startup_trials=10),
+            "asha",
+            early_stopping=True,
+        ),
+    ]
+}
+# ASHA's grace period and reduction factor under Optuna (measured in the 2026-12-01 03:06 run,
+# docs/search.md); not in the default run, name them with --strategies.
+ASHA_VARIANTS: dict[str, Strategy] = {
     s.name: s
     for s in [
         Strategy("optuna+asha g1 rf2", "optuna", "asha", True, grace=1, rf=2),

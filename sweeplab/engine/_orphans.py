@@ -6,6 +6,13 @@ removes it when the controller dies; but when a node is lost, the controller and
 both have lived there. The sweep's job lives on, so the group's placement group stays, Ray moves
 its lost bundles onto the surviving nodes, and the restarted trial's new group waits forever for
 the CPUs they hold. The sweep driver removes such orphans.
+
+The same happens to a warm slot's group when the slot's host is killed at the end of a sweep
+while its controller is restarting the group: the controller dies with its owner, and Ray's
+placement-group table still says its creator is alive (seen on Ray 2.60: the actor was DEAD,
+"its owner has died", its group CREATED and idle). On a Ray that outlives the sweep (`--address`,
+or the search benchmark's one Ray for all sweeps) the next sweep's slot then waits forever for
+the CPU it holds. So a creator the table calls alive is also looked up in Ray's state API.
 """
 
 from __future__ import annotations
@@ -30,13 +37,28 @@ def remove_orphaned_groups() -> int:
     for info in placement_groups_with_creators():
         # Tune's own groups are created by the driver process, not by an actor.
         created_by_actor = not ray.ActorID(info.creator_actor_id).is_nil()
-        if info.is_detached or not created_by_actor or not info.creator_actor_dead or info.removed:
+        if info.is_detached or not created_by_actor or info.removed:
+            continue
+        if not info.creator_actor_dead and not _actor_is_dead(info.creator_actor_id.hex()):
             continue
         remove_placement_group(PlacementGroup(ray.PlacementGroupID(info.placement_group_id)))
         removed += 1
     if removed:
-        logger.warning("Removed %d placement group(s) of trainer groups lost with a node.", removed)
+        logger.warning(
+            "Removed %d placement group(s) of trainer groups whose creator died.", removed
+        )
     return removed
+
+
+def _actor_is_dead(actor_id: str) -> bool:
+    """Whether Ray's state API reports the actor DEAD (False when it cannot tell)."""
+    from ray.util.state import get_actor
+
+    try:
+        state = get_actor(actor_id, timeout=5)
+    except Exception:  # the state API needs the dashboard (`ray[default]`); without it, keep
+        return False
+    return state is not None and state.state == "DEAD"
 
 
 class OrphanGroupReaper:

@@ -146,9 +146,18 @@ def build_search(sweep: Sweep, warm_start: WarmStartPlan | None = None) -> Any:
     (see `TrialFeedbackSearcher`), not every trial's last value as a final one.
     """
     from sweeplab.engine._searcher_feedback import with_trial_feedback
-    from sweeplab.space import TuneSearch, build_tune_search
+    from sweeplab.space import OptunaSearcher, TuneSearch, build_tune_search
 
-    if not isinstance(sweep.searcher, str):
+    if isinstance(sweep.searcher, OptunaSearcher):
+        alg = sweep.searcher.build(
+            sweep.space,
+            metric=sweep.metric,
+            mode=sweep.mode,
+            seed=sweep.seed,
+            num_trials=sweep.num_trials,
+        )
+        search = TuneSearch(search_alg=alg, param_space={}, num_samples=sweep.num_trials)
+    elif not isinstance(sweep.searcher, str):
         search = TuneSearch(search_alg=sweep.searcher, param_space={}, num_samples=sweep.num_trials)
     else:
         # PBT refuses search algorithms other than Tune's variant generator, which the grid
@@ -182,7 +191,7 @@ def build_search(sweep: Sweep, warm_start: WarmStartPlan | None = None) -> Any:
             metric=sweep.metric,
             mode=sweep.mode,
             # Only sweeplab's own compilations have a known encoding to add history in.
-            space=sweep.space if isinstance(sweep.searcher, str) else None,
+            space=sweep.space if isinstance(sweep.searcher, (str, OptunaSearcher)) else None,
             max_iterations=sweep.max_iterations,
         ),
         param_space=search.param_space,

@@ -22,6 +22,7 @@ from sweeplab.space._adapt import ConfigChange, adapt_config
 from sweeplab.space._decode import decode_config
 from sweeplab.space._hyperopt import compile_to_hyperopt
 from sweeplab.space._optuna import compile_to_optuna
+from sweeplab.space._optuna_searcher import OptunaSearcher
 from sweeplab.space._pbt import pbt_explore_fn, pbt_mutations
 from sweeplab.space._primitives import (
     Choice,
@@ -48,6 +49,7 @@ __all__ = [
     "ConfigChange",
     "FloatRange",
     "IntRange",
+    "OptunaSearcher",
     "Param",
     "Space",
     "TuneSearch",

@@ -203,6 +203,11 @@ class Space:
                 size *= len(leaf.options)
         return size
 
+    @property
+    def dimensions(self) -> int:
+        """The number of parameters: every primitive, those of every branch included."""
+        return sum(isinstance(leaf, _PARAM_TYPES) for _, leaf in _walk(self._tree))
+
     def sample(self, seed: int | None = None, n: int = 1) -> list[dict[str, Any]]:
         """Draws ``n`` configs in their final nested shape; the same seed gives the same configs.
 

@@ -82,7 +82,8 @@ def build_tune_search(
         searcher: ``"random"`` (sweeplab's seeded sampler, suggestions already in final shape),
             ``"grid"`` (every ``grid`` parameter exhausted by Tune's ``BasicVariantGenerator``,
             the rest drawn by sweeplab's sampler from Tune's seeded generator), ``"optuna"``
-            (``OptunaSearch`` with a seeded TPE sampler over :func:`compile_to_optuna`) or
+            (``OptunaSearcher()``: ``OptunaSearch`` with a seeded sampler over
+            :func:`compile_to_optuna`) or
             ``"hyperopt"`` (``HyperOptSearch`` over :func:`compile_to_hyperopt`). Outside
             ``"grid"``, grid parameters are drawn like a ``choice``.
         metric: The metric to optimise.
@@ -114,16 +115,10 @@ def build_tune_search(
             search_alg=alg, param_space=_grid_param_space(space), num_samples=num_trials
         )
     if searcher == "optuna":
-        import optuna
-        from ray.tune.search.optuna import OptunaSearch
+        from sweeplab.space._optuna_searcher import OptunaSearcher
 
-        from sweeplab.space._optuna import compile_to_optuna
-
-        alg = OptunaSearch(
-            space=compile_to_optuna(space),
-            metric=metric,
-            mode=mode,
-            sampler=optuna.samplers.TPESampler(seed=seed),
+        alg = OptunaSearcher().build(
+            space, metric=metric, mode=mode, seed=seed, num_trials=num_trials
         )
         return TuneSearch(search_alg=alg, param_space={}, num_samples=num_trials)
     from ray.tune.search.hyperopt import HyperOptSearch
