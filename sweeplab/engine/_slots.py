@@ -611,8 +611,10 @@ def start_slots(
 
     host_cls = ray.remote(num_cpus=0, max_concurrency=64, max_restarts=0)(SlotHost)
     # A slot's host (and the Train controller that its `fit()` starts beside it) lives on the
-    # sweep driver's node: a lost worker node then costs the slot a group restart, not the slot.
-    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
+    # head node: a lost worker node then costs the slot a group restart, not the slot. (The
+    # driver's own node is not enough: a driver joins the raylet of its IP address, and on a
+    # machine that runs several nodes, as the loopback tests do, that can be a worker node.)
+    here = NodeAffinitySchedulingStrategy(_head_node_id(), soft=True)
     hosts = [
         host_cls.options(name=name, scheduling_strategy=here).remote(
             train_func=train_func,
@@ -627,6 +629,16 @@ def start_slots(
     ]
     ray.get([h.ready.remote() for h in hosts])
     return hosts
+
+
+def _head_node_id() -> str:
+    """The head node's id, or the driver's node where no live node says it is the head."""
+    import ray
+
+    for node in ray.nodes():
+        if node.get("Alive") and "node:__internal_head__" in node.get("Resources", {}):
+            return str(node["NodeID"])
+    return str(ray.get_runtime_context().get_node_id())
 
 
 def close_slots(hosts: list[Any], timeout_s: float = 10.0) -> None:
