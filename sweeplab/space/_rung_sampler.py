@@ -11,7 +11,6 @@ PRUNED (a bad observation, which TPE ranks below every complete one and GP leave
 
 from __future__ import annotations
 
-import copy
 import warnings
 from collections import Counter
 from collections.abc import Sequence
@@ -96,11 +95,9 @@ class RungSampler(BaseSampler):
         if view is study:
             return study, trial
         # The view holds every trial of the study in the same order, so under the same number;
-        # the base sampler may write the trial's system attributes through its storage id
-        # (`FrozenTrial._trial_id`, Optuna's own private field), which must be the view's.
-        shadow = copy.copy(trial)
-        shadow._trial_id = view.get_trials(deepcopy=False)[trial.number]._trial_id
-        return view, shadow
+        # the base sampler is given the view's own copy of the trial, so that what it writes
+        # through the trial (its system attributes) lands in the view's storage.
+        return view, view.get_trials(deepcopy=False)[trial.number]
 
     def _build(self, study: optuna.Study, trials: Sequence[FrozenTrial]) -> optuna.Study:
         step = self.rung(trials)
