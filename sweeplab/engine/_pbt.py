@@ -1,4 +1,5 @@
-"""PBT that records each exploit's donor (imported only when a sweep uses PBT)."""
+"""PBT that records each exploit's donor and keeps its trial actors (imported with Ray, only
+when a sweep uses PBT)."""
 
 from __future__ import annotations
 
@@ -7,21 +8,64 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ray.tune.schedulers import TrialScheduler
+from ray.tune.search import BasicVariantGenerator
+
 from sweeplab.engine._hyperband import ResumeWhenStalled
 from sweeplab.engine._ray_compat import (
     pbt_exploit_iteration,
+    pbt_next_round,
     pbt_with_exploit_hook,
     replace_trial_restore_checkpoint,
     trial_restore_checkpoint,
 )
 
-__all__ = ["LineagePBT"]
+__all__ = ["LineagePBT", "PopulationVariantGenerator"]
+
+
+class PopulationVariantGenerator(BasicVariantGenerator):
+    """Tune's variant generator (PBT accepts no other), finished only once its trials are.
+
+    Tune keeps a pausing trial's actor for reuse unless the search is finished and no trial
+    waits for an actor. A PBT population is created up front, so its search is finished from
+    the first round on, and at every round's end, when each trial in turn pauses with none
+    yet resumed, Tune stopped their actors and started new processes for the next round
+    (about a second each). While any trial of the population lives, more trials will want an
+    actor, and this search says so. Its trials are not part of its saved state: a resumed
+    sweep's search has Tune's own notion of finished.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._population: list[Any] = []
+
+    def next_trial(self) -> Any:
+        trial = super().next_trial()
+        if trial is not None:
+            self._population.append(trial)
+        return trial
+
+    def is_finished(self) -> bool:
+        return bool(super().is_finished()) and all(t.is_finished() for t in self._population)
+
+    def get_state(self) -> Any:
+        state = super().get_state()
+        if isinstance(state, dict):
+            state.pop("_population", None)
+        return state
+
+    def set_state(self, state: Any) -> None:
+        super().set_state(state)
+        self._population = []
 
 
 class LineagePBT(ResumeWhenStalled, pbt_with_exploit_hook()):  # type: ignore[misc]
     """PBT that tells `on_exploit(trial_id, donor_id, iteration, new_config)` of each exploit.
 
-    In synchronous mode a trial that ends before a round no longer holds the round up.
+    In synchronous mode a trial that ends before a round no longer holds the round up, and
+    the trial whose result completes a round trains on into the next one instead of pausing
+    with the rest: its actor goes on (Tune's PBT would pause it, and a paused trial's actor is
+    stopped unless a resumed trial is waiting for one, which at a round's end none is).
 
     The exploited trial restarts from the donor's Tune checkpoint, which the trial driver
     reported as a copy of the donor's Train checkpoint, so weights and epoch carry over.
@@ -37,6 +81,13 @@ class LineagePBT(ResumeWhenStalled, pbt_with_exploit_hook()):  # type: ignore[mi
         super().__init__(**kwargs)
         self._exploit_dir = exploit_dir
         self._on_exploit = on_exploit
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> str:
+        round_before = pbt_next_round(self)
+        decision = str(super().on_trial_result(tune_controller, trial, result))
+        if decision == TrialScheduler.PAUSE and pbt_next_round(self) != round_before:
+            return str(TrialScheduler.CONTINUE)  # this result completed the round
+        return decision
 
     def after_exploit(self, trial: Any, donor: Any) -> None:
         self._pin_checkpoint(trial)

@@ -203,12 +203,12 @@ def trial_plan(sweep: Sweep, *, concurrency: int | None = None) -> tuple[list[Ru
         summary = (
             f"HyperBand: {len(brackets)} bracket(s), {sizes} trials, reduction factor "
             f"{HYPERBAND_REDUCTION_FACTOR}, max {max_t}; stops {stopped} trial(s) early"
-        ) + _without_slots(sweep, concurrency)
+        ) + _compares_only_running(sweep, concurrency)
     elif scheduler == "pbt":
         interval = pbt_interval(max_t)
         budget = n * max_t
-        caveat = _without_slots(sweep, concurrency)
-        on = f" on {concurrency} slot(s)" if concurrency is not None and not caveat else ""
+        caveat = _compares_only_running(sweep, concurrency)
+        on = f", {concurrency} at a time" if concurrency is not None and not caveat else ""
         summary = (
             f"PBT: population {n}{on}, synchronous rounds every {interval} iteration(s), "
             f"bottom/top quantile 25%, {max_t} iterations each"
@@ -225,21 +225,20 @@ def trial_plan(sweep: Sweep, *, concurrency: int | None = None) -> tuple[list[Ru
     return rungs, budget, summary
 
 
-def _without_slots(sweep: Sweep, concurrency: int | None) -> str:
+def _compares_only_running(sweep: Sweep, concurrency: int | None) -> str:
     """The caveat of a pausing scheduler whose trials cannot all be created up front.
 
-    Only on warm slots does a waiting trial hold no resources; otherwise Tune creates no more
-    trials than run at once, and the scheduler compares only those.
+    Only where a waiting trial holds no resources (warm slots, one-worker trials) can Tune
+    create every trial at once; otherwise it creates no more than run at once, and the
+    scheduler compares only those.
     """
-    from sweeplab.engine._slots import uses_slots
+    from sweeplab.engine._slots import waiting_trials_hold_nothing
 
-    if concurrency is None or uses_slots(
-        reuse_groups=sweep.reuse_groups,
-        workers_per_trial=sweep.workers_per_trial,
-        pauses_or_exploits=True,
+    if concurrency is None or waiting_trials_hold_nothing(
+        reuse_groups=sweep.reuse_groups, workers_per_trial=sweep.workers_per_trial
     ):
         return ""
-    return f" (without warm slots it compares only the {concurrency} trial(s) that run at once)"
+    return f" (with a group per trial it compares only the {concurrency} trial(s) that run at once)"
 
 
 def hyperband_brackets(num_trials: int, max_t: int, eta: int) -> list[list[tuple[int, int]]]:

@@ -36,6 +36,7 @@ __all__ = [
     "median_rule_stops_hard",
     "optuna_study",
     "pbt_exploit_iteration",
+    "pbt_next_round",
     "pbt_with_exploit_hook",
     "placement_groups_with_creators",
     "prepared_data_loader",
@@ -194,6 +195,13 @@ PRIVATE_USES: tuple[PrivateUse, ...] = (
         "PopulationBasedTraining._trial_state",
         None,
         "PBT's per-trial state, read for the iteration an exploited trial restarts at",
+    ),
+    PrivateUse(
+        "ray.tune.schedulers",
+        "PopulationBasedTraining._next_perturbation_sync",
+        None,
+        "the iteration synchronous PBT's next round waits for, read to learn that a result "
+        "completed a round (its trial then trains on instead of pausing); PBT tells no one",
     ),
     PrivateUse(
         "ray.tune.schedulers.pbt",
@@ -466,6 +474,11 @@ def pbt_with_exploit_hook() -> type:
 def pbt_exploit_iteration(scheduler: Any, trial: Any) -> int:
     """The iteration (PBT's time unit) at which an exploited `trial` restarts."""
     return int(scheduler._trial_state[trial].last_train_time)
+
+
+def pbt_next_round(scheduler: Any) -> float:
+    """The iteration that synchronous PBT's next round waits for; it moves when a round ends."""
+    return float(scheduler._next_perturbation_sync)
 
 
 def trial_restore_checkpoint(trial: Any) -> Any | None:

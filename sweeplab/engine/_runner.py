@@ -25,7 +25,6 @@ from sweeplab.engine._session import (
     start_local_ray,
 )
 from sweeplab.engine._strategy import (
-    SchedulerTraits,
     build_scheduler,
     build_search,
     scheduler_traits,
@@ -180,9 +179,14 @@ def _run_on_ray(
         if warm_start is not None:
             tracker.log_warm_start(warm_start.source, warm_start.to_dict())
 
-    scheduler = build_scheduler(sweep, _exploit_hook, exploit_dir=str(run_dir / "pbt-exploits"))
+    scheduler = build_scheduler(
+        sweep,
+        _exploit_hook,
+        exploit_dir=str(run_dir / "pbt-exploits"),
+        max_running=resolved.concurrency,
+    )
     traits = scheduler_traits(scheduler)
-    trial_settings = TrialSettings.of(resolved, slots=_slot_names(resolved, traits))
+    trial_settings = TrialSettings.of(resolved, slots=_slot_names(resolved))
     trainable = make_trainable(trial_settings)
     table = LiveTable(
         metric=resolved.metric,
@@ -234,10 +238,10 @@ def _run_on_ray(
                     traits,
                     concurrency=resolved.concurrency,
                     total_trials=resolved.total_trials,
-                    slots=bool(trial_settings.slots),
+                    waiting_holds_nothing=bool(trial_settings.slots) or trial_settings.in_process,
                 ),
                 time_budget_s=resolved.time_budget_s,
-                reuse_actors=_reuse_actors(traits, trial_settings),
+                reuse_actors=_reuse_actors(trial_settings),
             ),
             run_config=tune.RunConfig(
                 name="tune",
@@ -301,30 +305,25 @@ def _run_on_ray(
     return outcome
 
 
-def _reuse_actors(traits: SchedulerTraits, trial_settings: TrialSettings) -> bool:
+def _reuse_actors(trial_settings: TrialSettings) -> bool:
     """Whether Tune reuses trial actors.
 
     Starting a trial actor costs about a second (a process, Ray's and the spec's imports);
-    a reused one starts the next trial in milliseconds. One-worker trials run in their actor
-    and are reused under schedulers that neither pause nor exploit trials: under HyperBand,
-    with reused actors, a sweep was seen to wait forever for resources (paused trials' cached
-    actors held both CPUs). A per-trial group's driver is not reused: its group is aborted
-    when the trial stops, which a reused actor would skip.
-    A slot's client holds no resources, so it is always reused.
+    a reused one starts the next trial, or a paused trial's next segment, in milliseconds.
+    One-worker trials run in their actor, and a slot's client holds no resources: both are
+    reused under every scheduler (`ResumeWhenStalled` resumes no more paused trials than run
+    at once, so a cached actor always has a trial to take it). A per-trial group's driver is
+    not reused: its group is aborted when the trial stops, which a reused actor would skip.
     """
-    if trial_settings.slots:
-        return True
-    return trial_settings.in_process and not (traits.pauses or traits.exploits)
+    return bool(trial_settings.slots) or trial_settings.in_process
 
 
-def _slot_names(resolved: ResolvedSweep, traits: SchedulerTraits) -> tuple[str, ...]:
+def _slot_names(resolved: ResolvedSweep) -> tuple[str, ...]:
     """The actor names of the sweep's warm trial slots, or () for a group per trial."""
     from sweeplab.engine._slots import slot_name, uses_slots
 
     if not uses_slots(
-        reuse_groups=resolved.reuse_groups,
-        workers_per_trial=resolved.workers_per_trial,
-        pauses_or_exploits=traits.pauses or traits.exploits,
+        reuse_groups=resolved.reuse_groups, workers_per_trial=resolved.workers_per_trial
     ):
         return ()
     prefix = f"sweeplab-{resolved.name}-{resolved.run_dir.name}"

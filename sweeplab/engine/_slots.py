@@ -43,6 +43,7 @@ __all__ = [
     "slot_name",
     "start_slots",
     "uses_slots",
+    "waiting_trials_hold_nothing",
 ]
 
 CONTINUE = "continue"
@@ -57,38 +58,36 @@ WORKERS_KEY = "sweeplab_workers"
 RESTARTS_KEY = "sweeplab_group_restarts"
 
 
-# Scheduler names whose trials are paused or exploited (configured objects: `scheduler_traits`).
-_PAUSING_SCHEDULERS = ("hyperband", "pbt")
-
-
-def uses_slots(
-    *, reuse_groups: bool, workers_per_trial: int | tuple[int, int], pauses_or_exploits: bool
-) -> bool:
+def uses_slots(*, reuse_groups: bool, workers_per_trial: int | tuple[int, int]) -> bool:
     """Whether a sweep's trials run on warm trial slots.
 
-    An elastic group resizes itself, so it cannot be a fixed slot. A one-worker trial under a
-    scheduler that only stops trials runs in its own reused trial actor with no group at all,
-    which is cheaper still; under one that pauses or exploits, a slot spares it a new trial
-    actor at every resume or exploit.
+    An elastic group resizes itself, so it cannot be a fixed slot. A one-worker trial needs no
+    group at all: it runs in its Tune trial actor, which Tune reuses for the next trial, and
+    for a paused or exploited trial's next segment (see `ResumeWhenStalled`), which is cheaper
+    than any slot.
     """
     if not reuse_groups or not isinstance(workers_per_trial, int):
         return False
-    return workers_per_trial > 1 or pauses_or_exploits
+    return workers_per_trial > 1
+
+
+def waiting_trials_hold_nothing(
+    *, reuse_groups: bool, workers_per_trial: int | tuple[int, int]
+) -> bool:
+    """Whether a trial that waits to run holds no resources, so every trial can exist at once.
+
+    A trial on a slot holds nothing until it claims one; a one-worker trial waits in Tune's
+    queue for its actor's CPUs. A trial with its own group per trial would start that group.
+    """
+    return workers_per_trial == 1 or uses_slots(
+        reuse_groups=reuse_groups, workers_per_trial=workers_per_trial
+    )
 
 
 def describe_slots(sweep: Any, concurrency: int) -> str:
     """One line for `sweeplab preview` and `sweeplab status`: how trials get their group."""
-    if isinstance(sweep.scheduler, str):
-        pauses = sweep.scheduler in _PAUSING_SCHEDULERS
-    else:
-        from sweeplab.engine._strategy import scheduler_traits
-
-        traits = scheduler_traits(sweep.scheduler)
-        pauses = traits.pauses or traits.exploits
     workers = sweep.workers_per_trial
-    if uses_slots(
-        reuse_groups=sweep.reuse_groups, workers_per_trial=workers, pauses_or_exploits=pauses
-    ):
+    if uses_slots(reuse_groups=sweep.reuse_groups, workers_per_trial=workers):
         return (
             f"{concurrency} warm trial slot(s): long-lived groups of {workers} worker(s), "
             "each running one trial after another"
@@ -97,7 +96,7 @@ def describe_slots(sweep: Any, concurrency: int) -> str:
         return "a new trainer group per trial (reuse_groups=False)"
     if not isinstance(workers, int):
         return "a new trainer group per trial (an elastic group cannot be a slot)"
-    return "each trial in its own reused trial actor (one worker, no group to start)"
+    return "each trial in a reused trial actor (one worker, no group to start)"
 
 
 def slot_name(prefix: str, index: int) -> str:

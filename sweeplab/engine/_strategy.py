@@ -70,9 +70,17 @@ def scheduler_traits(scheduler: Any) -> SchedulerTraits:
 
 
 def build_scheduler(
-    sweep: Sweep, on_exploit: ExploitHook | None = None, *, exploit_dir: str = "pbt-exploits"
+    sweep: Sweep,
+    on_exploit: ExploitHook | None = None,
+    *,
+    exploit_dir: str = "pbt-exploits",
+    max_running: int | None = None,
 ) -> Any:
-    """The Tune scheduler of `sweep`; a configured scheduler object is used as given."""
+    """The Tune scheduler of `sweep`; a configured scheduler object is used as given.
+
+    ``max_running``: the sweep's concurrency, beyond which HyperBand and PBT resume no paused
+    trial (see `ResumeWhenStalled`).
+    """
     from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, MedianStoppingRule
 
     if not isinstance(sweep.scheduler, str):
@@ -89,7 +97,10 @@ def build_scheduler(
         from sweeplab.engine._hyperband import HyperBand
 
         return HyperBand(
-            time_attr="training_iteration", max_t=max_t, reduction_factor=HYPERBAND_REDUCTION_FACTOR
+            time_attr="training_iteration",
+            max_t=max_t,
+            reduction_factor=HYPERBAND_REDUCTION_FACTOR,
+            max_running=max_running,
         )
     if sweep.scheduler == "median":
         return MedianStoppingRule(
@@ -98,17 +109,20 @@ def build_scheduler(
             min_samples_required=3,
         )
     if sweep.scheduler == "pbt":
-        return _make_pbt(sweep, on_exploit, exploit_dir)
+        return _make_pbt(sweep, on_exploit, exploit_dir, max_running)
     return FIFOScheduler()
 
 
-def _make_pbt(sweep: Sweep, on_exploit: ExploitHook | None, exploit_dir: str) -> Any:
+def _make_pbt(
+    sweep: Sweep, on_exploit: ExploitHook | None, exploit_dir: str, max_running: int | None
+) -> Any:
     from sweeplab.engine._pbt import LineagePBT
     from sweeplab.space import pbt_explore_fn, pbt_mutations
 
     return LineagePBT(
         exploit_dir=exploit_dir,
         on_exploit=on_exploit,
+        max_running=max_running,
         time_attr="training_iteration",
         perturbation_interval=pbt_interval(sweep.max_iterations),
         hyperparam_mutations=pbt_mutations(sweep.space),
@@ -123,17 +137,18 @@ def _make_pbt(sweep: Sweep, on_exploit: ExploitHook | None, exploit_dir: str) ->
 
 
 def tune_trial_limit(
-    traits: SchedulerTraits, *, concurrency: int, total_trials: int, slots: bool
+    traits: SchedulerTraits, *, concurrency: int, total_trials: int, waiting_holds_nothing: bool
 ) -> int:
     """How many trials Tune may hold at once (its `max_concurrent_trials`).
 
     Tune counts paused trials against this limit and creates trials only below it. A scheduler
     that pauses trials until the others catch up (HyperBand's brackets, PBT's rounds) then sees
-    only `concurrency` trials and never compares more. On warm slots a trial holds no resources
-    until it claims one of the `concurrency` slots, so every trial is created up front and the
-    slots alone bound how many train at once.
+    only `concurrency` trials and never compares more. Where a trial that waits holds no
+    resources (on warm slots it holds nothing until it claims a slot; a one-worker trial waits
+    in Tune's queue for its actor's CPUs), every trial is created up front, and the slots or
+    the CPUs alone bound how many train at once.
     """
-    if slots and (traits.pauses or traits.exploits):
+    if waiting_holds_nothing and (traits.pauses or traits.exploits):
         return max(concurrency, total_trials)
     return concurrency
 
@@ -171,6 +186,13 @@ def build_search(sweep: Sweep, warm_start: WarmStartPlan | None = None) -> Any:
             seed=sweep.seed,
             num_trials=sweep.num_trials,
         )
+        if sweep.scheduler == "pbt":
+            from sweeplab.engine._pbt import PopulationVariantGenerator
+
+            # The grid's variant generator, seeded alike, keeping the population's actors.
+            search = dataclasses.replace(
+                search, search_alg=PopulationVariantGenerator(random_state=sweep.seed)
+            )
     search = dataclasses.replace(
         search,
         search_alg=with_trial_feedback(

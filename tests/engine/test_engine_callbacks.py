@@ -183,29 +183,24 @@ def test_scheduler_traits_come_from_the_class() -> None:
 
 
 @pytest.mark.parametrize(
-    ("scheduler", "reuse"),
-    [("fifo", True), ("asha", True), ("median", True), ("hyperband", False), ("pbt", False)],
+    ("workers", "slots", "reuse"),
+    [(1, (), True), (2, ("slot-0", "slot-1"), True), (2, (), False)],
+    ids=["one-worker", "slots", "group-per-trial"],
 )
-def test_named_schedulers_keep_their_actor_reuse(scheduler: str, reuse: bool) -> None:
+def test_trial_actors_are_reused_unless_each_trial_starts_a_group(
+    workers: int, slots: tuple[str, ...], reuse: bool
+) -> None:
+    """Under every scheduler: a paused trial's next segment takes a kept actor (see
+    `ResumeWhenStalled`); only a per-trial group's driver, which aborts its group, is not."""
     from sweeplab.engine._driver import TrialSettings
     from sweeplab.engine._runner import _reuse_actors
-    from sweeplab.engine._strategy import build_scheduler, scheduler_traits
 
-    sweep = sweeplab.Sweep(
-        name="s",
+    settings = TrialSettings(
         train_func=lambda config: None,
-        space={"x": sweeplab.uniform(0, 1)},
-        metric="loss",
-        mode="min",
-        scheduler=scheduler,
-        max_iterations=4,
-    )
-    one_worker = TrialSettings(
-        train_func=sweep.train_func,
         decode=dict,
         metric="loss",
         mode="min",
-        num_workers=1,
+        num_workers=workers,
         use_gpu=False,
         resources_per_worker={"CPU": 1},
         placement_strategy="PACK",
@@ -213,9 +208,9 @@ def test_named_schedulers_keep_their_actor_reuse(scheduler: str, reuse: bool) ->
         max_failures=0,
         metrics_from="rank0",
         train_storage="unused",
+        slots=slots,
     )
-    traits = scheduler_traits(build_scheduler(sweep))
-    assert _reuse_actors(traits, one_worker) is reuse
+    assert _reuse_actors(settings) is reuse
 
 
 @pytest.mark.slow

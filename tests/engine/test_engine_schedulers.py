@@ -70,10 +70,17 @@ def test_preview_lines_say_what_the_scheduler_does() -> None:
     _, _, summary = trial_plan(
         _toy(scheduler="pbt", num_trials=8, max_iterations=12), concurrency=2
     )
-    assert summary.startswith("PBT: population 8 on 2 slot(s), synchronous rounds every 3 ")
-    assert "without warm slots" not in summary
+    assert summary.startswith("PBT: population 8, 2 at a time, synchronous rounds every 3 ")
+    assert "group per trial" not in summary
     _, _, summary = trial_plan(
-        _toy(scheduler="pbt", num_trials=8, max_iterations=12, reuse_groups=False), concurrency=2
+        _toy(
+            scheduler="pbt",
+            num_trials=8,
+            max_iterations=12,
+            workers_per_trial=2,
+            reuse_groups=False,
+        ),
+        concurrency=2,
     )
     assert summary.startswith("PBT: population 8, synchronous rounds every 3 ")
     assert summary.endswith("compares only the 2 trial(s) that run at once)")
@@ -126,6 +133,9 @@ class _Controller:
         self.scheduler.on_trial_complete(self, trial, trial.last_result)
         trial.status = "TERMINATED"
 
+    def get_trials(self) -> list[_Trial]:
+        return list(self.trials)
+
     def get_live_trials(self) -> set[_Trial]:
         return {t for t in self.trials if t.status != "TERMINATED"}
 
@@ -162,17 +172,39 @@ def test_hyperband_resumes_when_a_trial_ends_before_its_rung(fixed: bool) -> Non
         assert chosen is None
 
 
+def test_paused_trials_resume_only_below_the_concurrency() -> None:
+    """A resume waits while `max_running` trials run: Tune would start a process for it."""
+    from sweeplab.engine._hyperband import HyperBand
+
+    scheduler = HyperBand(metric="loss", mode="min", max_t=9, reduction_factor=3, max_running=2)
+    controller = _Controller(scheduler)
+    for i in range(8):
+        controller.add(f"other{i}").status = "TERMINATED"
+    a, b, c = (controller.add(name) for name in "abc")
+    for trial, loss in ((a, 1.0), (b, 2.0), (c, 3.0)):
+        controller.report(trial, 1, loss)
+    assert [a.status, b.status, c.status] == ["PAUSED", "PAUSED", "RUNNING"]
+    assert scheduler.choose_trial_to_run(controller) in (a, b)  # 1 running < 2
+    extra = controller.add("extra")
+    extra.status = "PENDING"  # waits for its actor: 2 busy
+    assert scheduler.choose_trial_to_run(controller) is None
+    extra.status = "TERMINATED"
+    assert scheduler.choose_trial_to_run(controller) in (a, b)
+
+
 @pytest.mark.parametrize(
-    ("pauses", "slots", "limit"),
+    ("pauses", "free", "limit"),
     [(True, True, 9), (True, False, 2), (False, True, 2), (False, False, 2)],
 )
-def test_trials_created_up_front_only_on_slots_under_pausing_schedulers(
-    pauses: bool, slots: bool, limit: int
+def test_trials_created_up_front_only_where_waiting_holds_nothing(
+    pauses: bool, free: bool, limit: int
 ) -> None:
     from sweeplab.engine._strategy import SchedulerTraits, tune_trial_limit
 
     traits = SchedulerTraits(pauses=pauses, exploits=False)
-    assert tune_trial_limit(traits, concurrency=2, total_trials=9, slots=slots) == limit
+    assert (
+        tune_trial_limit(traits, concurrency=2, total_trials=9, waiting_holds_nothing=free) == limit
+    )
 
 
 @pytest.mark.slow
@@ -247,6 +279,12 @@ def test_pbt_exploits_with_twice_the_population_of_slots(
     for trial, _, after in exploited:
         assert after["origin"] in origins
         assert donors[trial] in rows, f"{trial}: no donor recorded in MLflow"
+    # The population keeps its trial actors across rounds and exploits (Tune's own `pid` of
+    # each result is the trial actor's): before, every round's end stopped them all. One-worker
+    # trials share `concurrency` actors; on slots every trial starts with its own client actor.
+    actors = {r["pid"] for trial_rows in rows.values() for r in trial_rows}
+    first = len(rows) if group else outcome.plan.concurrency
+    assert len(actors) <= first + 1, actors
 
 
 @pytest.mark.slow

@@ -166,24 +166,23 @@ def test_a_restarted_group_continues_the_trial_from_its_latest_checkpoint(
 
 def test_uses_slots_table() -> None:
     table = [
-        (True, 2, False, True),
-        (True, 1, False, False),
-        (True, 1, True, True),
-        (False, 2, True, False),
-        (True, (1, 2), True, False),
+        (True, 2, True),
+        (True, 1, False),
+        (False, 2, False),
+        (True, (1, 2), False),
     ]
-    for reuse, workers, pauses, expected in table:
-        assert (
-            uses_slots(reuse_groups=reuse, workers_per_trial=workers, pauses_or_exploits=pauses)
-            is expected
-        ), (reuse, workers, pauses)
+    for reuse, workers, expected in table:
+        assert uses_slots(reuse_groups=reuse, workers_per_trial=workers) is expected, (
+            reuse,
+            workers,
+        )
 
 
 @pytest.mark.parametrize(
     ("kwargs", "text"),
     [
         ({"workers_per_trial": 2}, "3 warm trial slot(s)"),
-        ({"workers_per_trial": 1, "scheduler": "pbt"}, "3 warm trial slot(s)"),
+        ({"workers_per_trial": 1, "scheduler": "pbt"}, "reused trial actor"),
         ({"workers_per_trial": 1}, "reused trial actor"),
         ({"workers_per_trial": 2, "reuse_groups": False}, "reuse_groups=False"),
         ({"workers_per_trial": (1, 2)}, "elastic"),
