@@ -32,8 +32,8 @@ from benchmarks.search._curves import anytime, fraction_to_reach, percentile, su
 from benchmarks.search._problems import PROBLEMS, Problem
 from benchmarks.search._run import ROOT, run_one, start_ray
 from benchmarks.search._strategies import (
-    ASHA_VARIANTS,
     BASELINE,
+    NAMED_ONLY,
     STRATEGIES,
     VARIANTS,
     Strategy,
@@ -73,7 +73,7 @@ def _strategies_for(problem: Problem, names: Sequence[str] | None) -> list[Strat
     if problem.synthetic:
         chosen += list(VARIANTS.values())
         # ASHA's settings were measured once (docs/search.md); they run only when named.
-        chosen += [s for s in ASHA_VARIANTS.values() if names is not None and s.name in names]
+        chosen += [s for s in NAMED_ONLY.values() if names is not None and s.name in names]
     if names is not None:
         chosen = [s for s in chosen if s.name in names or s is BASELINE]
     return chosen
@@ -194,7 +194,7 @@ def _pooled_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
         return []
     label = "+".join(synthetic)
     rows = []
-    for name in [*STRATEGIES, *VARIANTS, *ASHA_VARIANTS]:
+    for name in [*STRATEGIES, *VARIANTS, *NAMED_ONLY]:
         results = [report["problems"][n] for n in synthetic]
         if not all(name in r.get("runs", {}) for r in results):
             continue
@@ -419,7 +419,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"unknown problem(s) in --warm: {', '.join(sorted(unknown))}")
     if args.strategies:
         names = args.strategies.split(",")
-        unknown = set(names) - set(STRATEGIES) - set(VARIANTS) - set(ASHA_VARIANTS)
+        unknown = set(names) - set(STRATEGIES) - set(VARIANTS) - set(NAMED_ONLY)
         if unknown:
             parser.error(f"unknown strategies: {', '.join(sorted(unknown))}")
         args.strategies = names

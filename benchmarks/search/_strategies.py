@@ -7,7 +7,7 @@ from typing import Any
 
 from sweeplab import OptunaSearcher
 
-__all__ = ["ASHA_VARIANTS", "BASELINE", "STRATEGIES", "VARIANTS", "Strategy"]
+__all__ = ["BASELINE", "NAMED_ONLY", "STRATEGIES", "VARIANTS", "Strategy"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,11 +100,13 @@ VARIANTS: dict[str, Strategy] = {
         ),
     ]
 }
-# ASHA's grace period and reduction factor under Optuna (measured in the 2026-12-01 03:06 run,
-# docs/search.md); not in the default run, name them with --strategies.
-ASHA_VARIANTS: dict[str, Strategy] = {
+# Not in the default run; name them with --strategies. ASHA's grace period and reduction factor
+# under Optuna (measured in the 2026-12-01 03:06 run, docs/search.md), and random + FIFO whose
+# trials checkpoint every iteration as PBT's do (what PBT's wall time costs beyond checkpoints).
+NAMED_ONLY: dict[str, Strategy] = {
     s.name: s
     for s in [
+        Strategy("random+fifo ckpt", "random", "fifo", early_stopping=False, checkpoint=True),
         Strategy("optuna+asha g1 rf2", "optuna", "asha", True, grace=1, rf=2),
         Strategy("optuna+asha g1 rf4", "optuna", "asha", True, grace=1, rf=4),
         Strategy("optuna+asha g2 rf3", "optuna", "asha", True, grace=2, rf=3),

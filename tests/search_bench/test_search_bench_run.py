@@ -50,7 +50,7 @@ def test_quick_defaults_keep_the_committed_results() -> None:
 
 
 def test_strategies_get_their_trials_and_schedulers() -> None:
-    from benchmarks.search._strategies import ASHA_VARIANTS, STRATEGIES, VARIANTS
+    from benchmarks.search._strategies import NAMED_ONLY, STRATEGIES, VARIANTS
 
     assert STRATEGIES["random+fifo"].trials(10, 6) == 10
     assert STRATEGIES["optuna+asha"].trials(10, 6) == 60
@@ -61,12 +61,12 @@ def test_strategies_get_their_trials_and_schedulers() -> None:
 
     from sweeplab.engine._strategy import SchedulerTraits, scheduler_traits
 
-    variant = ASHA_VARIANTS["optuna+asha g1 rf4"].make_scheduler(27)
+    variant = NAMED_ONLY["optuna+asha g1 rf4"].make_scheduler(27)
     assert type(variant) is ASHAScheduler  # a plain configured object, no engine hack
     # The engine runs it like its own ASHA: it only stops trials, so actors are reused.
     assert scheduler_traits(variant) == SchedulerTraits(pauses=False, exploits=False)
     assert variant._reduction_factor == 4 and variant._max_t == 27
-    assert variant is not ASHA_VARIANTS["optuna+asha g1 rf4"].make_scheduler(27)  # fresh per sweep
+    assert variant is not NAMED_ONLY["optuna+asha g1 rf4"].make_scheduler(27)  # fresh per sweep
     assert all(v.searcher != "optuna" for v in VARIANTS.values())  # configured OptunaSearchers
 
 
