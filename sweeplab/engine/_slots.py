@@ -613,7 +613,11 @@ def start_slots(
     # head node: a lost worker node then costs the slot a group restart, not the slot. (The
     # driver's own node is not enough: a driver joins the raylet of its IP address, and on a
     # machine that runs several nodes, as the loopback tests do, that can be a worker node.)
-    here = NodeAffinitySchedulingStrategy(_head_node_id(), soft=True)
+    # The affinity is hard: a soft one placed one of three zero-CPU actors on the other node of
+    # an idle loopback cluster, and a slot host there died with that node (the node-kill test
+    # failed so). The host reserves no resources, so the head can always hold it; Train places
+    # the slot's controller on the host's node by itself.
+    here = NodeAffinitySchedulingStrategy(_head_node_id(), soft=False)
     hosts = [
         host_cls.options(name=name, scheduling_strategy=here).remote(
             train_func=train_func,
