@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PRIVATE_USES",
+    "TUNE_DUPLICATE_RESULT_KEY",
     "DistributedTrainFnUtils",
     "PlacementGroupRecord",
     "PrivateUse",
@@ -31,6 +32,7 @@ __all__ = [
     "disable_tune_session_guard",
     "free_resources_per_node",
     "function_trainable_class",
+    "head_node_id",
     "hyperopt_trials",
     "install_train_fn_utils",
     "median_rule_stops_hard",
@@ -266,6 +268,21 @@ PRIVATE_USES: tuple[PrivateUse, ...] = (
         "`ray.available_resources()` only (Ray's own tooling uses this)",
     ),
     PrivateUse(
+        "ray._common.constants",
+        "HEAD_NODE_RESOURCE_NAME",
+        None,
+        "the resource only the head node has, to find the head for the slots' hosts; "
+        "`ray.nodes()` does not say which node is the head, and `ray.util.state` needs the "
+        "dashboard",
+    ),
+    PrivateUse(
+        "ray.tune.result",
+        "RESULT_DUPLICATE",
+        None,
+        "the key Tune adds to the result it repeats when a function trainable returns; it is "
+        "no metric, and Tune's result keys have no public list (see `TUNE_DUPLICATE_RESULT_KEY`)",
+    ),
+    PrivateUse(
         "ray.tune.search.optuna",
         "OptunaSearch._ot_study",
         None,
@@ -279,6 +296,11 @@ PRIVATE_USES: tuple[PrivateUse, ...] = (
         "HyperOpt's trials, to add a warm-start trial; the searcher has no public way to add one",
     ),
 )
+
+
+# The key of `ray.tune.result.RESULT_DUPLICATE`, spelled out so that the tracker can leave it out
+# of a trial's metrics without importing Ray (`tests/engine/test_ray_compat.py` checks the value).
+TUNE_DUPLICATE_RESULT_KEY = "__duplicate__"
 
 
 # --- Ray Train workers and trial drivers ---------------------------------------------------
@@ -539,6 +561,17 @@ def free_resources_per_node() -> dict[str, Mapping[str, float]]:
     from ray._private.state import available_resources_per_node
 
     return available_resources_per_node()
+
+
+def head_node_id() -> str:
+    """The head node's id, or the driver's node where no live node says it is the head."""
+    import ray
+    from ray._common.constants import HEAD_NODE_RESOURCE_NAME
+
+    for node in ray.nodes():
+        if node.get("Alive") and HEAD_NODE_RESOURCE_NAME in node.get("Resources", {}):
+            return str(node["NodeID"])
+    return str(ray.get_runtime_context().get_node_id())
 
 
 # --- Searchers ----------------------------------------------------------------------------

@@ -608,6 +608,8 @@ def start_slots(
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+    from sweeplab.engine._ray_compat import head_node_id
+
     host_cls = ray.remote(num_cpus=0, max_concurrency=64, max_restarts=0)(SlotHost)
     # A slot's host (and the Train controller that its `fit()` starts beside it) lives on the
     # head node: a lost worker node then costs the slot a group restart, not the slot. (The
@@ -617,7 +619,7 @@ def start_slots(
     # an idle loopback cluster, and a slot host there died with that node (the node-kill test
     # failed so). The host reserves no resources, so the head can always hold it; Train places
     # the slot's controller on the host's node by itself.
-    here = NodeAffinitySchedulingStrategy(_head_node_id(), soft=False)
+    here = NodeAffinitySchedulingStrategy(head_node_id(), soft=False)
     hosts = [
         host_cls.options(name=name, scheduling_strategy=here).remote(
             train_func=train_func,
@@ -632,16 +634,6 @@ def start_slots(
     ]
     ray.get([h.ready.remote() for h in hosts])
     return hosts
-
-
-def _head_node_id() -> str:
-    """The head node's id, or the driver's node where no live node says it is the head."""
-    import ray
-
-    for node in ray.nodes():
-        if node.get("Alive") and "node:__internal_head__" in node.get("Resources", {}):
-            return str(node["NodeID"])
-    return str(ray.get_runtime_context().get_node_id())
 
 
 def close_slots(hosts: list[Any], timeout_s: float = 10.0) -> None:

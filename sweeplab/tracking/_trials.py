@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sweeplab._numbers import is_number
+from sweeplab.engine._ray_compat import TUNE_DUPLICATE_RESULT_KEY
 from sweeplab.tracking._flatten import flatten, mask_secrets
 from sweeplab.tracking._flusher import MAX_TAG_LENGTH, MetricPoint
 from sweeplab.tracking._ranking import SweepSummary, TrialRecord, rank_trials
@@ -47,7 +48,7 @@ TUNE_BOOKKEEPING_KEYS = frozenset(
         "checkpoint_dir_name",
         "checkpoint_path",
         "should_checkpoint",
-        "__duplicate__",
+        TUNE_DUPLICATE_RESULT_KEY,
     }
 )
 

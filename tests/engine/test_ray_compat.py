@@ -136,3 +136,9 @@ def test_every_private_import_of_the_module_has_a_row() -> None:
         if "._" in module or name.startswith("_") or (module, name) in rows
     }
     assert private - rows == set()
+
+
+def test_the_duplicate_result_key_is_tunes() -> None:
+    from ray.tune.result import RESULT_DUPLICATE
+
+    assert _ray_compat.TUNE_DUPLICATE_RESULT_KEY == RESULT_DUPLICATE
