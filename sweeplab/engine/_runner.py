@@ -222,6 +222,8 @@ def _run_on_ray(
             str(tune_path), trainable=trainable, resume_unfinished=True, resume_errored=True
         )
     else:
+        from sweeplab.engine._slots import waiting_trials_hold_nothing
+
         search = build_search(sweep, warm_start)
         if warm_start is not None:
             _write_json(run_dir / "warm_start.json", warm_start.to_dict())
@@ -238,7 +240,10 @@ def _run_on_ray(
                     traits,
                     concurrency=resolved.concurrency,
                     total_trials=resolved.total_trials,
-                    waiting_holds_nothing=bool(trial_settings.slots) or trial_settings.in_process,
+                    waiting_holds_nothing=waiting_trials_hold_nothing(
+                        reuse_groups=resolved.reuse_groups,
+                        workers_per_trial=resolved.workers_per_trial,
+                    ),
                 ),
                 time_budget_s=resolved.time_budget_s,
                 reuse_actors=_reuse_actors(trial_settings),
