@@ -35,6 +35,7 @@ __all__ = [
     "head_node_id",
     "hyperopt_trials",
     "install_train_fn_utils",
+    "keep_idle_trial_actors",
     "median_rule_stops_hard",
     "optuna_study",
     "pbt_exploit_iteration",
@@ -204,6 +205,39 @@ PRIVATE_USES: tuple[PrivateUse, ...] = (
         None,
         "the iteration synchronous PBT's next round waits for, read to learn that a result "
         "completed a round (its trial then trains on instead of pausing); PBT tells no one",
+    ),
+    PrivateUse(
+        "ray.tune.execution.tune_controller",
+        "TuneController._actor_cache",
+        None,
+        "the trial actors Tune keeps for reuse, replaced by a cache that keeps as many idle "
+        "actors as trials run at once; Tune keeps one when no trial waits for an actor, and no "
+        "setting changes that",
+    ),
+    PrivateUse(
+        "ray.tune.execution.tune_controller",
+        "TrialRunnerWrapper._tune_controller",
+        None,
+        "the controller behind the wrapper that Tune hands a scheduler, whose actor cache that is",
+    ),
+    PrivateUse(
+        "ray.tune.utils.object_cache",
+        "_ObjectCache",
+        (),
+        "that cache's class, subclassed: `cache_object` and `flush_cached_objects` decide what "
+        "is kept",
+    ),
+    PrivateUse(
+        "ray.tune.utils.object_cache",
+        "_ObjectCache.cache_object",
+        ("key", "obj"),
+        "called by Tune when a trial pauses or ends, with the trial's resources as the key",
+    ),
+    PrivateUse(
+        "ray.tune.utils.object_cache",
+        "_ObjectCache.flush_cached_objects",
+        ("force_all",),
+        "called by Tune after every step, and with `force_all` when the experiment ends",
     ),
     PrivateUse(
         "ray.tune.schedulers.pbt",
@@ -501,6 +535,53 @@ def pbt_exploit_iteration(scheduler: Any, trial: Any) -> int:
 def pbt_next_round(scheduler: Any) -> float:
     """The iteration that synchronous PBT's next round waits for; it moves when a round ends."""
     return float(scheduler._next_perturbation_sync)
+
+
+def keep_idle_trial_actors(tune_controller: Any, up_to: int) -> None:
+    """Lets Tune keep up to `up_to` idle trial actors for paused trials to resume into.
+
+    Tune keeps a stopping trial's actor only for a trial that waits for one, or a single actor
+    when none waits. Where trials pause together (a PBT round's end, a HyperBand rung), a
+    second pause before the first resume stopped its actor, and the next resume started a new
+    process: a second or more, the trials one at a time meanwhile. `tune_controller` is what
+    Tune hands a scheduler (its wrapper of the controller); idempotent.
+    """
+    from ray.tune.utils.object_cache import _ObjectCache
+
+    class _KeepUpTo(_ObjectCache):
+        """Tune's actor cache, keeping up to `keep` objects that no waiting trial asked for."""
+
+        def __init__(self, keep: int) -> None:
+            super().__init__(may_keep_one=True)
+            self.keep = keep
+
+        def cache_object(self, key: Any, obj: Any) -> bool:
+            wanted = len(self._cached_objects[key]) < self._max_num_objects[key]
+            if not wanted and self._num_cached_objects >= self.keep:
+                return False
+            self._cached_objects[key].append(obj)
+            self._num_cached_objects += 1
+            return True
+
+        def flush_cached_objects(self, force_all: bool = False) -> Any:
+            if force_all:
+                yield from super().flush_cached_objects(force_all=True)
+                return
+            for key, objs in self._cached_objects.items():
+                wanted = self._max_num_objects[key]
+                while len(objs) > wanted and self._num_cached_objects > self.keep:
+                    self._num_cached_objects -= 1
+                    yield objs.pop(0)
+
+    controller = getattr(tune_controller, "_tune_controller", tune_controller)
+    cache = controller._actor_cache
+    if getattr(cache, "keep", None) == up_to:
+        return
+    replacement = _KeepUpTo(max(1, up_to))
+    replacement.__dict__.update(
+        {k: v for k, v in vars(cache).items() if k not in ("keep", "_may_keep_one")}
+    )
+    controller._actor_cache = replacement
 
 
 def trial_restore_checkpoint(trial: Any) -> Any | None:

@@ -179,14 +179,15 @@ def _run_on_ray(
         if warm_start is not None:
             tracker.log_warm_start(warm_start.source, warm_start.to_dict())
 
+    trial_settings = TrialSettings.of(resolved, slots=_slot_names(resolved))
     scheduler = build_scheduler(
         sweep,
         _exploit_hook,
         exploit_dir=str(run_dir / "pbt-exploits"),
         max_running=resolved.concurrency,
+        keep_idle_actors=trial_settings.in_process,
     )
     traits = scheduler_traits(scheduler)
-    trial_settings = TrialSettings.of(resolved, slots=_slot_names(resolved))
     trainable = make_trainable(trial_settings)
     table = LiveTable(
         metric=resolved.metric,

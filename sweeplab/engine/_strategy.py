@@ -75,11 +75,13 @@ def build_scheduler(
     *,
     exploit_dir: str = "pbt-exploits",
     max_running: int | None = None,
+    keep_idle_actors: bool = False,
 ) -> Any:
     """The Tune scheduler of `sweep`; a configured scheduler object is used as given.
 
     ``max_running``: the sweep's concurrency, beyond which HyperBand and PBT resume no paused
-    trial (see `ResumeWhenStalled`).
+    trial; ``keep_idle_actors``: whether Tune keeps that many idle trial actors for them, not
+    one (see `ResumeWhenStalled`).
     """
     from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, MedianStoppingRule
 
@@ -101,6 +103,7 @@ def build_scheduler(
             max_t=max_t,
             reduction_factor=HYPERBAND_REDUCTION_FACTOR,
             max_running=max_running,
+            keep_idle_actors=keep_idle_actors,
         )
     if sweep.scheduler == "median":
         return MedianStoppingRule(
@@ -109,12 +112,16 @@ def build_scheduler(
             min_samples_required=3,
         )
     if sweep.scheduler == "pbt":
-        return _make_pbt(sweep, on_exploit, exploit_dir, max_running)
+        return _make_pbt(sweep, on_exploit, exploit_dir, max_running, keep_idle_actors)
     return FIFOScheduler()
 
 
 def _make_pbt(
-    sweep: Sweep, on_exploit: ExploitHook | None, exploit_dir: str, max_running: int | None
+    sweep: Sweep,
+    on_exploit: ExploitHook | None,
+    exploit_dir: str,
+    max_running: int | None,
+    keep_idle_actors: bool,
 ) -> Any:
     from sweeplab.engine._pbt import LineagePBT
     from sweeplab.space import pbt_explore_fn, pbt_mutations
@@ -123,6 +130,7 @@ def _make_pbt(
         exploit_dir=exploit_dir,
         on_exploit=on_exploit,
         max_running=max_running,
+        keep_idle_actors=keep_idle_actors,
         time_attr="training_iteration",
         perturbation_interval=pbt_interval(sweep.max_iterations),
         hyperparam_mutations=pbt_mutations(sweep.space),
