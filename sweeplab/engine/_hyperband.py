@@ -44,7 +44,7 @@ class ResumeWhenStalled:
     ) -> None:
         super().__init__(**kwargs)
         self.max_running = max_running
-        self.keep_idle_actors = keep_idle_actors and max_running is not None
+        self.keep_idle_actors = keep_idle_actors
 
     def choose_trial_to_run(self, tune_controller: Any) -> Any:
         if self.max_running is not None:

@@ -537,20 +537,12 @@ def pbt_next_round(scheduler: Any) -> float:
     return float(scheduler._next_perturbation_sync)
 
 
-def keep_idle_trial_actors(tune_controller: Any, up_to: int) -> None:
-    """Lets Tune keep up to `up_to` idle trial actors for paused trials to resume into.
-
-    Tune keeps a stopping trial's actor only for a trial that waits for one, or a single actor
-    when none waits. Where trials pause together (a PBT round's end, a HyperBand rung), a
-    second pause before the first resume stopped its actor, and the next resume started a new
-    process: a second or more, the trials one at a time meanwhile. `tune_controller` is what
-    Tune hands a scheduler (its wrapper of the controller); idempotent.
-    """
+@functools.cache
+def _keep_up_to_cache() -> type:
+    """Tune's actor cache, keeping up to `keep` objects that no waiting trial asked for."""
     from ray.tune.utils.object_cache import _ObjectCache
 
-    class _KeepUpTo(_ObjectCache):
-        """Tune's actor cache, keeping up to `keep` objects that no waiting trial asked for."""
-
+    class KeepUpTo(_ObjectCache):
         def __init__(self, keep: int) -> None:
             super().__init__(may_keep_one=True)
             self.keep = keep
@@ -573,11 +565,25 @@ def keep_idle_trial_actors(tune_controller: Any, up_to: int) -> None:
                     self._num_cached_objects -= 1
                     yield objs.pop(0)
 
+    return KeepUpTo
+
+
+def keep_idle_trial_actors(tune_controller: Any, up_to: int) -> None:
+    """Lets Tune keep up to `up_to` idle trial actors for paused trials to resume into.
+
+    Tune keeps a stopping trial's actor only for a trial that waits for one, or a single actor
+    when none waits. Where trials pause together (a PBT round's end, a HyperBand rung), a
+    second pause before the first resume stopped its actor, and the next resume started a new
+    process: a second or more, the trials one at a time meanwhile. `tune_controller` is what
+    Tune hands a scheduler (its wrapper of the controller). Idempotent and cheap once done: a
+    scheduler calls it at every step.
+    """
     controller = getattr(tune_controller, "_tune_controller", tune_controller)
     cache = controller._actor_cache
-    if getattr(cache, "keep", None) == up_to:
+    keep = max(1, up_to)
+    if getattr(cache, "keep", None) == keep:
         return
-    replacement = _KeepUpTo(max(1, up_to))
+    replacement = _keep_up_to_cache()(keep)
     replacement.__dict__.update(
         {k: v for k, v in vars(cache).items() if k not in ("keep", "_may_keep_one")}
     )
