@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench bench-search clean chromium
+.PHONY: demo test check lint bench bench-search clean chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,10 +20,16 @@ demo: $(STAMP)
 	$(BIN)/sweeplab sweep experiments/quickstart.py
 	$(BIN)/sweeplab best quickstart
 
+## Lint, format, types and the import-layer contract (pyproject.toml's [tool.importlinter]).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+## The quick gate while editing: lint and the fast tests (no Ray started, no browser).
+check: lint
+	$(BIN)/python -m pytest -m "not slow and not browser" -q
 
 # The HTML report's test renders it in Debian's headless Chromium.
 chromium:

@@ -23,12 +23,14 @@ from sweeplab.space import (
     uniform,
 )
 from sweeplab.spec import Sweep, load_spec
+from sweeplab.strategies import SchedulerTraits
 
 __version__ = "0.1.0"
 
 __all__ = [
     "OptunaSearcher",
     "ResourceError",
+    "SchedulerTraits",
     "Space",
     "SpecError",
     "Sweep",

@@ -129,7 +129,7 @@ def _console() -> Any:
 def _cmd_preview(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from sweeplab.engine import local_nodes, plan_resources, trial_plan
+    from sweeplab.engine import ResolvedSweep, local_nodes, plan_resources, trial_plan
     from sweeplab.spec import load_spec
 
     sweep = load_spec(args.spec)
@@ -149,7 +149,10 @@ def _cmd_preview(args: argparse.Namespace) -> int:
     console.print("[bold]sampled configs[/bold]")
     for config in sweep.space.sample(seed=sweep.seed or 0, n=args.samples):
         console.print(f"  {json.dumps(config, default=str)}")
-    rungs, budget, summary = trial_plan(sweep, concurrency=plan.concurrency)
+    mode = ResolvedSweep.trial_mode_of(sweep)
+    rungs, budget, summary = trial_plan(
+        sweep, concurrency=plan.concurrency, waiting_holds_nothing=mode.waiting_holds_nothing
+    )
     console.print(f"[bold]trial plan[/bold]: {plan.total_trials} trials; {summary}")
     if rungs:
         rung_table = Table(box=None, header_style="bold")
@@ -170,9 +173,8 @@ def _cmd_preview(args: argparse.Namespace) -> int:
     console.print(
         f"[bold]concurrency[/bold]: {plan.concurrency} trial(s) at once on this machine ({cluster})"
     )
-    from sweeplab.engine._slots import describe_slots
-
-    console.print(f"[bold]trainer groups[/bold]: {describe_slots(sweep, plan.concurrency)}")
+    groups = mode.describe(workers_per_trial=sweep.workers_per_trial, concurrency=plan.concurrency)
+    console.print(f"[bold]trainer groups[/bold]: {groups}")
     return EXIT_OK
 
 
@@ -350,7 +352,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
 def _cmd_ui(args: argparse.Namespace) -> int:
     import os
 
-    from sweeplab.report._ui import (
+    from sweeplab.report import (
         DEFAULT_URI,
         mlflow_ui_command,
         runs_url,

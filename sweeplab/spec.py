@@ -15,9 +15,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import sweeplab.strategies as strategies
 from sweeplab._numbers import is_finite_number
 from sweeplab.errors import SpecError
-from sweeplab.space._optuna_searcher import OptunaSearcher
+from sweeplab.space import OptunaSearcher
+from sweeplab.strategies import SchedulerTraits, strategy_rule_break
 
 __all__ = [
     "PLACEMENT_STRATEGIES",
@@ -27,8 +29,8 @@ __all__ = [
     "load_spec",
 ]
 
-SEARCHERS = ("random", "grid", "optuna", "hyperopt")
-SCHEDULERS = ("fifo", "asha", "hyperband", "median", "pbt")
+SEARCHERS = tuple(strategies.SEARCHERS)
+SCHEDULERS = tuple(strategies.SCHEDULERS)
 PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
@@ -54,6 +56,13 @@ class Sweep:
             ``"optuna"`` is ``OptunaSearcher()``) or a configured ``ray.tune.search.Searcher``.
         scheduler: ``"fifo"``, ``"asha"``, ``"hyperband"``, ``"median"``, ``"pbt"`` or a
             configured ``ray.tune.schedulers.TrialScheduler``.
+        scheduler_traits: What a configured scheduler object does to trials besides stopping
+            them, ``sweeplab.SchedulerTraits(pauses=..., exploits=...)``: whether it pauses
+            trials and resumes them later, and whether it replaces a trial's config and weights
+            with another's (PBT). Tune's ASHA, FIFO, median stopping, HyperBand, BOHB, PBT and
+            PB2 (and their subclasses) need none, nor does a scheduler with a
+            ``sweeplab_traits`` attribute; any other scheduler object must declare them, as
+            sweeplab never guesses. A named scheduler has its own.
         num_trials: Number of trials to sample (with ``searcher="grid"``: repeats of the grid).
         max_iterations: Budget of one trial in reports; ASHA, HyperBand and PBT count in it.
         workers_per_trial: Workers of one trial's trainer group, or ``(min, max)`` for an
@@ -95,6 +104,7 @@ class Sweep:
     mode: str
     searcher: Any = "random"
     scheduler: Any = "fifo"
+    scheduler_traits: SchedulerTraits | None = None
     num_trials: int = 8
     max_iterations: int = 10
     workers_per_trial: int | tuple[int, int] = 1
@@ -197,23 +207,23 @@ class Sweep:
             _check_name("register_model", self.register_model)
         if self.warm_start is not None:
             self._check_warm_start()
-            if self.searcher == "grid" or self.scheduler == "pbt":
+        if self.scheduler_traits is not None:
+            if not isinstance(self.scheduler_traits, SchedulerTraits):
                 _fail(
-                    "warm_start",
-                    "needs a searcher ('random', 'optuna', 'hyperopt'); grid search and PBT "
-                    "draw their own population",
-                    self.warm_start,
+                    "scheduler_traits",
+                    "must be a sweeplab.SchedulerTraits(pauses=..., exploits=...)",
+                    self.scheduler_traits,
                 )
-        if self.scheduler == "pbt" and self.searcher not in ("random", "grid"):
-            _fail(
-                "searcher",
-                "must be 'random' or 'grid' with scheduler='pbt' (PBT mutates the configs itself)",
-                self.searcher,
-            )
-        if self.searcher == "grid" and space.grid_size == 1:
-            _fail(
-                "searcher", "'grid' needs at least one `grid(...)` parameter in the space", "grid"
-            )
+            if isinstance(self.scheduler, str):
+                _fail(
+                    "scheduler_traits",
+                    f"declares a configured scheduler object's traits; the named scheduler "
+                    f"{self.scheduler!r} has its own",
+                    self.scheduler_traits,
+                )
+        broken = strategy_rule_break(self)
+        if broken is not None:
+            _fail(broken.field, broken.rule, broken.value)
 
     def _check_workers(self) -> None:
         workers = self.workers_per_trial

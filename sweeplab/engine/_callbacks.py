@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sweeplab.engine._runner import SweepOutcome
+    from sweeplab.engine._outcome import SweepOutcome
 
 __all__ = ["SweepCallback", "TrialView"]
 
@@ -31,7 +31,6 @@ class TrialView:
     __slots__ = (
         "_config",
         "_decode",
-        "_tune_trial",
         "error",
         "iteration",
         "metrics",
@@ -51,7 +50,6 @@ class TrialView:
         path: str | None = None,
         error: str | None = None,
         decode: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-        tune_trial: Any = None,
     ) -> None:
         self.trial_id = trial_id
         self.status = status
@@ -61,9 +59,6 @@ class TrialView:
         self.error = error
         self._config = dict(config)
         self._decode = decode
-        # sweeplab's own tracker reads Tune's record of the trial (its folders, its error file)
-        # to keep its MLflow data as it was; callbacks outside sweeplab must not.
-        self._tune_trial = tune_trial
 
     @property
     def config(self) -> dict[str, Any]:
@@ -88,7 +83,8 @@ class SweepCallback:
     ends the sweep).
 
     For each trial the events come in this order: ``on_trial_add`` once, then
-    ``on_trial_start`` (again after a pause or a retry), ``on_trial_result`` per report, and at
+    ``on_trial_start`` (again after a pause or a retry), ``on_trial_result`` per report (under
+    PBT, ``on_trial_exploit`` when the trial takes over another's config and weights), and at
     the end exactly one of ``on_trial_complete``, ``on_trial_stop`` or ``on_trial_error``
     (``on_trial_retry`` instead, when the trial fails and will be retried). ``on_sweep_end``
     comes once, after the last trial ended and the sweep was ranked.
@@ -117,6 +113,10 @@ class SweepCallback:
     def on_trial_stop(self, trial: TrialView) -> None:
         """The trial was stopped early: by the scheduler (ASHA, median stopping, HyperBand...),
         or, with ``trial.status == "DIVERGED"``, at its first NaN or infinite metric."""
+
+    def on_trial_exploit(self, trial: TrialView, donor_id: str) -> None:
+        """PBT replaced the trial's config and weights with those of trial `donor_id`;
+        ``trial.config`` is the new config, ``trial.iteration`` where it takes over."""
 
     def on_trial_retry(self, trial: TrialView) -> None:
         """The trial failed and will restart from its latest checkpoint (``max_failures``)."""

@@ -4,8 +4,8 @@ A slow input pipeline is the most common reason a trial trains slowly, and it hi
 loss curves look normal, only slower. Every loader that ``ray.train.torch.prepare_data_loader``
 returns (with its default ``move_to_device=True``) is a ``_WrappedDataLoader`` that fetches each
 batch synchronously in ``_prefetch_next_batch``. The process-wide patch below times those
-fetches, and each ``ray.train.report`` adds :data:`DATA_WAIT_KEY`: the seconds spent fetching
-since the previous report, over the seconds elapsed since the first fetch after it.
+fetches, and each ``ray.train.report`` adds :data:`~sweeplab.keys.DATA_WAIT_KEY`: the seconds
+spent fetching since the previous report, over the seconds elapsed since the first fetch after it.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from sweeplab.keys import DATA_WAIT_KEY
+
 __all__ = [
-    "DATA_WAIT_KEY",
     "DATA_WAIT_WARN",
     "METER",
     "MeasureDataWait",
@@ -26,8 +27,6 @@ __all__ = [
     "with_data_wait",
 ]
 
-# The metric each report carries (rank 0's, or the mean over workers with metrics_from="mean").
-DATA_WAIT_KEY = "sweeplab_data_wait_fraction"
 # Above this fraction, data loading dominates the epoch and the sweep's output says so.
 DATA_WAIT_WARN = 0.5
 
@@ -90,7 +89,7 @@ def install() -> None:
     with _INSTALL_LOCK:
         if _INSTALLED:
             return
-        from sweeplab.engine._ray_compat import time_prepared_loader_fetches
+        from sweeplab.raycompat import time_prepared_loader_fetches
 
         def on_fetch(seconds: float, exhausted: bool) -> None:
             METER.add(seconds)
@@ -117,7 +116,7 @@ class MeasureDataWait:
         self.takes_config = bool(inspect.signature(train_func).parameters)
 
     def __call__(self, config: dict[str, Any]) -> Any:
-        from sweeplab.engine._ray_compat import transform_reported_metrics
+        from sweeplab.raycompat import transform_reported_metrics
 
         install()
         METER.reset()

@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from sweeplab.engine._callbacks import SweepCallback, TrialView
-from sweeplab.engine._datawait import DATA_WAIT_KEY, DATA_WAIT_WARN
+from sweeplab.engine._datawait import DATA_WAIT_WARN
+from sweeplab.keys import DATA_WAIT_KEY, ITERATION_KEY
 
 __all__ = ["LiveTable"]
 
@@ -53,7 +54,7 @@ class LiveTable(SweepCallback):
         )
         row["status"] = status
         if result is not None:
-            row["iteration"] = int(result.get("training_iteration", row["iteration"]))
+            row["iteration"] = int(result.get(ITERATION_KEY, row["iteration"]))
             wait = result.get(DATA_WAIT_KEY)
             if isinstance(wait, (int, float)):
                 self.data_wait.setdefault(trial_id, []).append(float(wait))

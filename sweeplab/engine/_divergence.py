@@ -10,7 +10,7 @@ scheduler object stays the object the user gave.
 
 The trial's status is then ``diverged`` (the live table, MLflow, the ranking), it ranks below
 every other trial, and its searcher learns it as failed
-(:mod:`sweeplab.engine._searcher_feedback`).
+(:mod:`sweeplab.strategies._searcher_feedback`).
 """
 
 from __future__ import annotations

@@ -20,6 +20,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sweeplab.engine._trial_mode import TrialMode
+from sweeplab.keys import CHECKPOINT_PATH_KEY, GROUP_RESTARTS_KEY, WORKERS_KEY
+
 if TYPE_CHECKING:
     from sweeplab.engine._resolved import ResolvedSweep
 
@@ -35,8 +38,6 @@ _DONE = "__sweeplab_done__"
 _CONTROLLER = "__sweeplab_controller__"
 # Controllers of the trainer groups running in this trial actor, aborted when Tune stops it.
 _RUNNING_CONTROLLERS: list[Any] = []
-# Keys of a worker's report that say where it ran (for tests and multi-node diagnostics).
-_NODE_KEY = "sweeplab_node_id"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,7 +56,8 @@ class TrialSettings:
     max_failures: int
     metrics_from: str
     train_storage: str
-    # The actor names of the sweep's warm trial slots; empty: a trainer group per trial.
+    trial_mode: TrialMode
+    # The actor names of the sweep's warm trial slots (mode WARM_SLOT).
     slots: tuple[str, ...] = ()
 
     @classmethod
@@ -74,18 +76,14 @@ class TrialSettings:
             max_failures=resolved.max_failures,
             metrics_from=resolved.metrics_from,
             train_storage=resolved.train_storage,
+            trial_mode=resolved.trial_mode,
             slots=slots,
         )
 
     @property
-    def in_process(self) -> bool:
-        """A one-worker trial without slots runs in its Tune trial's process: no group to start."""
-        return self.num_workers == 1 and not self.slots
-
-    @property
     def trial_resources(self) -> dict[str, float]:
         """What Tune reserves for the trial actor itself."""
-        if not self.in_process:
+        if self.trial_mode is not TrialMode.IN_PROCESS:
             return dict(DRIVER_RESOURCES)
         names = {"CPU": "cpu", "GPU": "gpu"}
         return {names.get(k, k): v for k, v in self.resources_per_worker.items()} or dict(
@@ -135,8 +133,8 @@ def _make_report_callback(queue: Any, metrics_from: str) -> Any:
                 queue.put((_CONTROLLER, ray.get_runtime_context().current_actor))
                 self._sent_handle = True
             aggregated = _aggregate(metrics, metrics_from)
-            aggregated["sweeplab_workers"] = len(metrics)
-            aggregated["sweeplab_group_restarts"] = self._group_restarts
+            aggregated[WORKERS_KEY] = len(metrics)
+            aggregated[GROUP_RESTARTS_KEY] = self._group_restarts
             queue.put((aggregated, checkpoint.path if checkpoint else None))
 
     return _QueueReportCallback()
@@ -157,7 +155,7 @@ class StartFromCheckpoint:
         self.takes_config = bool(inspect.signature(train_func).parameters)
 
     def __call__(self, config: dict[str, Any]) -> Any:
-        from sweeplab.engine._ray_compat import start_worker_from_checkpoint
+        from sweeplab.raycompat import start_worker_from_checkpoint
 
         start_worker_from_checkpoint(self.checkpoint_path)
         return self.train_func(config) if self.takes_config else self.train_func()
@@ -187,8 +185,8 @@ def run_trial(config: dict[str, Any], settings: TrialSettings) -> None:
 
     trial_id = ray.tune.get_context().get_trial_id()
     user_config = settings.decode(config)
-    if settings.slots:
-        from sweeplab.engine._slots import run_in_slot
+    if settings.trial_mode is TrialMode.WARM_SLOT:
+        from sweeplab.engine.slots import run_in_slot
 
         run_in_slot(
             slots=settings.slots,
@@ -202,7 +200,7 @@ def run_trial(config: dict[str, Any], settings: TrialSettings) -> None:
             max_failures=settings.max_failures,
         )
         return
-    if settings.in_process:
+    if settings.trial_mode is TrialMode.IN_PROCESS:
         from sweeplab.engine._local import run_in_trial
 
         name = _attempt_name(settings.train_storage, trial_id)
@@ -267,7 +265,7 @@ def run_trial(config: dict[str, Any], settings: TrialSettings) -> None:
             _RUNNING_CONTROLLERS.append(checkpoint_path)
             continue
         if checkpoint_path is not None:
-            metrics["checkpoint_path"] = checkpoint_path
+            metrics[CHECKPOINT_PATH_KEY] = checkpoint_path
             ray.tune.report(metrics, checkpoint=ray.tune.Checkpoint(checkpoint_path))
         else:
             ray.tune.report(metrics)
@@ -285,7 +283,7 @@ def abort_running_groups(timeout_s: float = 10.0) -> None:
     """
     import ray
 
-    from sweeplab.engine._ray_compat import abort_train_controller
+    from sweeplab.raycompat import abort_train_controller
 
     refs = []
     while _RUNNING_CONTROLLERS:
@@ -301,13 +299,13 @@ def make_trainable(settings: TrialSettings) -> Any:
     """The Tune trainable class of a sweep: `run_trial` that aborts its group when stopped."""
     import ray.tune
 
-    from sweeplab.engine._ray_compat import function_trainable_class
+    from sweeplab.raycompat import function_trainable_class
 
     base = function_trainable_class(ray.tune.with_parameters(run_trial, settings=settings))
 
     class SweeplabTrial(base):  # type: ignore[misc, valid-type]
         def cleanup(self) -> None:
-            from sweeplab.engine._slots import stop_current_run
+            from sweeplab.engine.slots import stop_current_run
 
             stop_current_run()
             abort_running_groups()

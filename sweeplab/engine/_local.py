@@ -11,8 +11,7 @@ the calling process (`num_workers=0`), but refuses `ray.train.report` inside a T
 
 from __future__ import annotations
 
-import json
-import math
+import itertools
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -21,41 +20,11 @@ from typing import Any
 from sweeplab.engine._datawait import METER as DATA_WAIT_METER
 from sweeplab.engine._datawait import install as install_data_wait
 from sweeplab.engine._datawait import with_data_wait
-from sweeplab.engine._ray_compat import disable_tune_session_guard, route_train_calls_in_process
+from sweeplab.engine._topk import TopKCheckpoints
+from sweeplab.keys import CHECKPOINT_PATH_KEY, WORKERS_KEY
+from sweeplab.raycompat import disable_tune_session_guard, route_train_calls_in_process
 
 __all__ = ["run_in_trial"]
-
-
-class _CheckpointShelf:
-    """The trial's checkpoints in its Train folder: top `keep` by the metric, plus the latest."""
-
-    def __init__(self, folder: Path, metric: str, mode: str, keep: int) -> None:
-        self.folder = folder
-        self.metric = metric
-        self.mode = mode
-        self.keep = keep
-        self.kept: list[tuple[float, Path]] = []
-        self.count = 0
-
-    def add(self, source: str, metrics: dict[str, Any]) -> Path:
-        destination = self.folder / f"checkpoint_{self.count:06d}"
-        self.count += 1
-        shutil.copytree(source, destination)
-        (destination / ".sweeplab_metrics.json").write_text(json.dumps(metrics, default=str))
-        value = metrics.get(self.metric)
-        score = float(value) if isinstance(value, (int, float)) else -math.inf
-        if math.isnan(score):
-            score = -math.inf
-        elif self.mode == "min":
-            score = -score
-        self.kept.append((score, destination))
-        ranked = sorted(self.kept, key=lambda item: item[0], reverse=True)
-        keep = {path for _, path in ranked[: self.keep]} | {destination}
-        for _, path in list(self.kept):
-            if path not in keep:
-                shutil.rmtree(path, ignore_errors=True)
-        self.kept = [(score, path) for score, path in self.kept if path in keep]
-        return destination
 
 
 def run_in_trial(
@@ -79,19 +48,22 @@ def run_in_trial(
     if restored is not None:
         restored = ray.train.Checkpoint(restored.path, restored.filesystem)
     run_folder.mkdir(parents=True, exist_ok=True)
-    shelf = _CheckpointShelf(run_folder, metric, mode, checkpoints_to_keep)
+    checkpoints = TopKCheckpoints(metric=metric, mode=mode, keep=checkpoints_to_keep)
+    numbers = itertools.count()
 
     install_data_wait()
     DATA_WAIT_METER.reset()
 
     def report(metrics: dict[str, Any], checkpoint: Any) -> Any:
         metrics = with_data_wait(metrics)
-        metrics["sweeplab_workers"] = 1
+        metrics[WORKERS_KEY] = 1
         if checkpoint is None:
             ray.tune.report(metrics)
             return None
-        path = shelf.add(checkpoint.path, metrics)
-        metrics["checkpoint_path"] = str(path)
+        path = run_folder / f"checkpoint_{next(numbers):06d}"
+        shutil.copytree(checkpoint.path, path)
+        checkpoints.add(path, metrics)
+        metrics[CHECKPOINT_PATH_KEY] = str(path)
         ray.tune.report(metrics, checkpoint=ray.tune.Checkpoint(str(path)))
         return ray.train.Checkpoint(str(path))
 

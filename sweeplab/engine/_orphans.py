@@ -21,6 +21,8 @@ import logging
 import time
 from typing import Any
 
+from ray.tune import Callback
+
 __all__ = ["OrphanGroupReaper", "remove_orphaned_groups"]
 
 logger = logging.getLogger(__name__)
@@ -31,7 +33,7 @@ def remove_orphaned_groups() -> int:
     import ray
     from ray.util.placement_group import PlacementGroup, remove_placement_group
 
-    from sweeplab.engine._ray_compat import placement_groups_with_creators
+    from sweeplab.raycompat import placement_groups_with_creators
 
     removed = 0
     for info in placement_groups_with_creators():
@@ -61,8 +63,8 @@ def _actor_is_dead(actor_id: str) -> bool:
     return state is not None and state.state == "DEAD"
 
 
-class OrphanGroupReaper:
-    """A sink of the sweep's Tune callbacks that removes orphaned groups when trials fail."""
+class OrphanGroupReaper(Callback):
+    """A Tune callback of the sweep that removes orphaned groups when trials fail."""
 
     def __init__(self, interval_s: float = 10.0) -> None:
         self.interval_s = interval_s

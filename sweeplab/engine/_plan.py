@@ -1,4 +1,4 @@
-"""Resource planning and the trial plan of a sweep, computed without starting anything.
+"""Resource planning of a sweep, computed without starting anything.
 
 A trial's trainer group asks Ray for its workers outside Tune's accounting, so Tune alone would
 start more trials than the cluster can hold; their groups then wait, time out and retry without
@@ -15,15 +15,9 @@ from collections.abc import Mapping, Sequence
 
 from sweeplab.errors import ResourceError
 from sweeplab.spec import Sweep
+from sweeplab.strategies import total_trials as strategy_total_trials
 
-__all__ = [
-    "ResourcePlan",
-    "Rung",
-    "hyperband_brackets",
-    "local_nodes",
-    "plan_resources",
-    "trial_plan",
-]
+__all__ = ["ResourcePlan", "local_nodes", "plan_resources"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,7 +127,7 @@ def plan_resources(sweep: Sweep, nodes: Sequence[Mapping[str, float]]) -> Resour
             cluster has.
     """
     worker = sweep.worker_resources
-    total_trials = sweep.num_trials * (sweep.space.grid_size if sweep.searcher == "grid" else 1)
+    total_trials = strategy_total_trials(sweep)
     strategy = sweep.placement_strategy
     cluster: dict[str, float] = {}
     for node in nodes:
@@ -160,134 +154,3 @@ def plan_resources(sweep: Sweep, nodes: Sequence[Mapping[str, float]]) -> Resour
         nodes=len(nodes),
         total_trials=total_trials,
     )
-
-
-@dataclasses.dataclass(frozen=True)
-class Rung:
-    """One step of a successive-halving schedule: trials reaching `iteration`."""
-
-    bracket: int
-    iteration: int
-    trials: int
-
-
-def trial_plan(sweep: Sweep, *, concurrency: int | None = None) -> tuple[list[Rung], int, str]:
-    """The rungs of the sweep's schedule, its total budget in iterations, and a one-line summary.
-
-    `concurrency` (trials at once, from `plan_resources`) only adds to the summary.
-    """
-    n, max_t = sweep.num_trials, sweep.max_iterations
-    if sweep.searcher == "grid":
-        n *= sweep.space.grid_size
-    scheduler = sweep.scheduler if isinstance(sweep.scheduler, str) else "custom"
-    rungs: list[Rung] = []
-    if scheduler == "asha":
-        eta, iteration, level = ASHA_REDUCTION_FACTOR, 1, 0
-        while iteration < max_t:
-            rungs.append(Rung(0, iteration, max(1, math.ceil(n / eta**level))))
-            iteration *= eta
-            level += 1
-        rungs.append(Rung(0, max_t, max(1, math.ceil(n / eta**level))))
-        budget = _budget(rungs)
-        summary = f"ASHA: reduction factor {eta}, grace period 1, max {max_t} iterations"
-    elif scheduler == "hyperband":
-        brackets = hyperband_brackets(n, max_t, HYPERBAND_REDUCTION_FACTOR)
-        rungs = [
-            Rung(index, iteration, trials)
-            for index, bracket in enumerate(brackets)
-            for iteration, trials in bracket
-        ]
-        budget = _budget(rungs)
-        stopped = n - sum(bracket[-1][1] for bracket in brackets)
-        sizes = "/".join(str(bracket[0][1]) for bracket in brackets)
-        summary = (
-            f"HyperBand: {len(brackets)} bracket(s), {sizes} trials, reduction factor "
-            f"{HYPERBAND_REDUCTION_FACTOR}, max {max_t}; stops {stopped} trial(s) early"
-        ) + _compares_only_running(sweep, concurrency)
-    elif scheduler == "pbt":
-        interval = pbt_interval(max_t)
-        budget = n * max_t
-        caveat = _compares_only_running(sweep, concurrency)
-        on = f", {concurrency} at a time" if concurrency is not None and not caveat else ""
-        summary = (
-            f"PBT: population {n}{on}, synchronous rounds every {interval} iteration(s), "
-            f"bottom/top quantile 25%, {max_t} iterations each"
-        ) + caveat
-    elif scheduler == "median":
-        budget = n * max_t
-        summary = (
-            f"Median stopping: after {median_grace(max_t)} iteration(s) a trial below the "
-            f"median of the others stops; at most {max_t} iterations each"
-        )
-    else:
-        budget = n * max_t
-        summary = f"FIFO: every trial runs {max_t} iterations"
-    return rungs, budget, summary
-
-
-def _compares_only_running(sweep: Sweep, concurrency: int | None) -> str:
-    """The caveat of a pausing scheduler whose trials cannot all be created up front.
-
-    Only where a waiting trial holds no resources (warm slots, one-worker trials) can Tune
-    create every trial at once; otherwise it creates no more than run at once, and the
-    scheduler compares only those.
-    """
-    from sweeplab.engine._slots import waiting_trials_hold_nothing
-
-    if concurrency is None or waiting_trials_hold_nothing(
-        reuse_groups=sweep.reuse_groups, workers_per_trial=sweep.workers_per_trial
-    ):
-        return ""
-    return f" (with a group per trial it compares only the {concurrency} trial(s) that run at once)"
-
-
-def hyperband_brackets(num_trials: int, max_t: int, eta: int) -> list[list[tuple[int, int]]]:
-    """The brackets Tune's synchronous HyperBand fills with `num_trials` trials.
-
-    Each bracket is its rungs, ``(iteration, trials reaching it)``; the last rung's trials run
-    to the bracket's end. Tune sizes a bracket from `max_t` alone and fills brackets in the
-    order trials are created, the one with the fewest halvings first; a bracket whose first
-    rung would be iteration 0 is skipped, and a full band of brackets starts the next band.
-    A halving keeps ``ceil(capacity / eta)`` of the bracket's trials, so a bracket that is not
-    full may keep all of them.
-    """
-    bands = round(math.log(max_t) / math.log(eta)) + 1 if max_t > 1 else 1
-    brackets: list[list[tuple[int, int]]] = []
-    left, s = num_trials, 0
-    while left > 0:
-        first = int(max_t * eta ** (-s))
-        if first > 0:
-            capacity = math.ceil(bands / (s + 1) * eta**s)
-            trials = min(capacity, left)
-            left -= trials
-            rungs, iteration = [(first, trials)], first
-            for _ in range(s):
-                capacity = math.ceil(capacity / eta)
-                iteration = min(iteration * eta, max_t)
-                rungs.append((iteration, min(trials, capacity)))
-            brackets.append(rungs)
-        s = (s + 1) % bands
-    return brackets
-
-
-def _budget(rungs: Sequence[Rung]) -> int:
-    """Iterations spent if each rung's survivors run from the previous rung to this one."""
-    total = 0
-    previous: dict[int, int] = {}
-    for rung in rungs:
-        start = previous.get(rung.bracket, 0)
-        total += rung.trials * (rung.iteration - start)
-        previous[rung.bracket] = rung.iteration
-    return total
-
-
-ASHA_REDUCTION_FACTOR = 3
-HYPERBAND_REDUCTION_FACTOR = 3
-
-
-def pbt_interval(max_iterations: int) -> int:
-    return max(1, max_iterations // 4)
-
-
-def median_grace(max_iterations: int) -> int:
-    return max(1, max_iterations // 4)

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sweeplab.engine._trial_mode import TrialMode
 from sweeplab.spec import Sweep
 
 if TYPE_CHECKING:
@@ -31,6 +32,9 @@ class ResolvedSweep:
         spec_path: The spec file as given, or None for a sweep built in code.
         searcher, scheduler: The searcher's and scheduler's names.
         worker_resources: What one worker of a trial's group reserves.
+        trial_mode: Where each trial's training function runs (in-process, warm slot, or a
+            group per trial): decided here, once, and read by the runner, the trial driver
+            and ``preview``.
         concurrency: Trials at once, as planned from the cluster's resources.
         total_trials: Trials the searcher will start.
         sweep_dir: The sweep's folder in the storage; ``best_config.json`` of its latest run.
@@ -61,6 +65,7 @@ class ResolvedSweep:
     seed: int | None
     register_model: str | None
     reuse_groups: bool
+    trial_mode: TrialMode
     concurrency: int
     total_trials: int
     sweep_dir: Path
@@ -96,12 +101,20 @@ class ResolvedSweep:
             seed=sweep.seed,
             register_model=sweep.register_model,
             reuse_groups=sweep.reuse_groups,
+            trial_mode=cls.trial_mode_of(sweep),
             concurrency=plan.concurrency,
             total_trials=plan.total_trials,
             sweep_dir=run_dir.parent,
             run_dir=run_dir,
             tracking_uri=options.tracking_uri,
             resume=options.resume,
+        )
+
+    @staticmethod
+    def trial_mode_of(sweep: Sweep) -> TrialMode:
+        """The trial mode of `sweep`: the one place it is decided (``preview`` shows it)."""
+        return TrialMode.decide(
+            workers_per_trial=sweep.workers_per_trial, reuse_groups=sweep.reuse_groups
         )
 
     @property

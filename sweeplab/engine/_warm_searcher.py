@@ -1,7 +1,7 @@
 """The searcher of a warm start: given configs first, then the sweep's own searcher.
 
 A warm trial's outcome is handed to the inner searcher as history where it keeps one, in the
-same states as any other trial's (see :mod:`sweeplab.engine._searcher_feedback`).
+same states as any other trial's (see :mod:`sweeplab.strategies._searcher_feedback`).
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from typing import Any
 import ray.cloudpickle as pickle
 from ray.tune.search import Searcher
 
-from sweeplab.engine._ray_compat import hyperopt_trials, optuna_study
-from sweeplab.engine._searcher_feedback import (
+from sweeplab.raycompat import hyperopt_trials, optuna_study
+from sweeplab.space import Space
+from sweeplab.strategies import (
     OutcomeLog,
     TrialFeedbackSearcher,
     TrialOutcome,
     hyperopt_loss,
 )
-from sweeplab.space import Space
 
 __all__ = ["WarmStartSearcher"]
 
@@ -121,7 +121,7 @@ def _add_to_history(warm: WarmStartSearcher, config: dict[str, Any], outcome: Tr
 def _add_to_optuna(inner: Any, space: Space, config: dict[str, Any], outcome: TrialOutcome) -> None:
     import optuna
 
-    from sweeplab.space._optuna import compile_to_optuna, encode_for_optuna
+    from sweeplab.space import compile_to_optuna, encode_for_optuna
 
     # Replaying the define-by-run function on a FixedTrial yields Optuna's distributions.
     fixed = optuna.trial.FixedTrial(encode_for_optuna(space, config))
@@ -148,7 +148,7 @@ def _add_to_optuna(inner: Any, space: Space, config: dict[str, Any], outcome: Tr
 def _add_to_hyperopt(inner: Any, space: Space, config: dict[str, Any], loss: float) -> None:
     import hyperopt
 
-    from sweeplab.space._hyperopt import encode_for_hyperopt
+    from sweeplab.space import encode_for_hyperopt
 
     trials, domain = hyperopt_trials(inner), inner.domain
     vals = encode_for_hyperopt(space, config)

@@ -62,7 +62,7 @@ def cluster_status(address: str) -> list[NodeStatus]:
     try:
         free_by_node: dict[str, Mapping[str, float]] | None
         try:
-            from sweeplab.engine._ray_compat import free_resources_per_node
+            from sweeplab.raycompat import free_resources_per_node
 
             free_by_node = free_resources_per_node()
         except Exception:  # a private API: the table then shows totals only
@@ -136,6 +136,7 @@ def print_status(*, spec: Path | None, address: str | None) -> int:
     from rich.console import Console
 
     from sweeplab.engine._plan import plan_resources
+    from sweeplab.engine._resolved import ResolvedSweep
     from sweeplab.spec import load_spec
 
     sweep = load_spec(spec) if spec is not None else None  # fails before connecting anywhere
@@ -162,7 +163,8 @@ def print_status(*, spec: Path | None, address: str | None) -> int:
         f"[bold]concurrency[/bold]: {plan.concurrency} trial(s) at once "
         f"({plan.total_trials} in all, {plan.nodes} node(s))"
     )
-    from sweeplab.engine._slots import describe_slots
-
-    console.print(f"[bold]trainer groups[/bold]: {describe_slots(sweep, plan.concurrency)}")
+    groups = ResolvedSweep.trial_mode_of(sweep).describe(
+        workers_per_trial=sweep.workers_per_trial, concurrency=plan.concurrency
+    )
+    console.print(f"[bold]trainer groups[/bold]: {groups}")
     return EXIT_OK

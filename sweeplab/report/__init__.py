@@ -13,13 +13,19 @@ from sweeplab.report._figures import parameter_importance, sweep_figures
 from sweeplab.report._html import write_report
 from sweeplab.report._study import read_space, space_distributions, sweep_study
 from sweeplab.report._table import param_frame, ranked_table
+from sweeplab.report._ui import DEFAULT_URI, mlflow_ui_command, runs_url, serve, sweep_experiments
 
 __all__ = [
+    "DEFAULT_URI",
+    "mlflow_ui_command",
     "param_frame",
     "parameter_importance",
     "ranked_table",
     "read_space",
+    "runs_url",
+    "serve",
     "space_distributions",
+    "sweep_experiments",
     "sweep_figures",
     "sweep_study",
     "write_report",

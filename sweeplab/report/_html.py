@@ -103,9 +103,9 @@ def _table(table: pd.DataFrame, best_trial_id: str | None) -> str:
 
 
 def _wall_time(tracking_uri: str | None, parent_run_id: str) -> str:
-    from sweeplab.tracking._read import _client
+    from sweeplab.tracking import tracking_client
 
-    client, _ = _client(tracking_uri)
+    client, _ = tracking_client(tracking_uri)
     info = client.get_run(parent_run_id).info
     start = datetime.fromtimestamp(info.start_time / 1000, tz=timezone.utc)
     started = start.strftime("%Y-%m-%d %H:%M UTC")

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sweeplab.keys import STATUS_DIVERGED, STATUS_FINISHED, STATUS_STOPPED_EARLY
 from sweeplab.report._table import CONFIG_PREFIX, objective, param_frame
 
 if TYPE_CHECKING:
@@ -22,15 +23,15 @@ SPACE_ARTIFACT = "spec/space.yaml"
 # sweeplab's trial status -> Optuna's trial state. A trial that a scheduler stopped is PRUNED,
 # as Optuna's own pruners leave it; one still `running` when its sweep ended was killed.
 # A diverged trial (NaN or infinite metric) is FAIL, as sweeplab's searchers learn it.
-_STATES = {"finished": "COMPLETE", "stopped_early": "PRUNED", "diverged": "FAIL"}
+_STATES = {STATUS_FINISHED: "COMPLETE", STATUS_STOPPED_EARLY: "PRUNED", STATUS_DIVERGED: "FAIL"}
 
 
 def read_space(data: SweepData, *, tracking_uri: str | None = None) -> Space | None:
     """The search space a sweep logged (its parent run's ``spec/space.yaml``), or ``None``."""
     from sweeplab.space import load_space
-    from sweeplab.tracking._read import _client
+    from sweeplab.tracking import tracking_client
 
-    client, _ = _client(tracking_uri)
+    client, _ = tracking_client(tracking_uri)
     with tempfile.TemporaryDirectory() as tmp:
         try:
             path = client.download_artifacts(data.parent_run_id, SPACE_ARTIFACT, tmp)
@@ -68,8 +69,7 @@ def space_distributions(space: Space) -> dict[str, BaseDistribution]:
     """
     from optuna.distributions import CategoricalDistribution
 
-    from sweeplab.space import Choice, Conditional, FloatRange, IntRange
-    from sweeplab.space._optuna import _categorical_labels, _suggest_range
+    from sweeplab.space import Choice, Conditional, FloatRange, IntRange, optuna_distribution
 
     found: dict[str, BaseDistribution] = {}
 
@@ -81,10 +81,8 @@ def space_distributions(space: Space) -> dict[str, BaseDistribution]:
             name = f"{prefix}{key}"
             if isinstance(param, dict):
                 walk(param, f"{name}.")
-            elif isinstance(param, (FloatRange, IntRange)):
-                add(name, _suggest_range(_RangeRecorder(), name, param))
-            elif isinstance(param, Choice):
-                add(name, CategoricalDistribution(_categorical_labels(param.options)))
+            elif isinstance(param, (FloatRange, IntRange, Choice)):
+                add(name, optuna_distribution(param))
             elif isinstance(param, Conditional):
                 add(f"{name}.name", CategoricalDistribution(list(param.branches)))
                 for branch in param.branches.values():

@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from sweeplab.keys import STATUS_FINISHED, STATUS_STOPPED_EARLY
+
 if TYPE_CHECKING:
     import pandas as pd
 
     from sweeplab.tracking import SweepData
 
 CONFIG_PREFIX = "config."
-FINISHED = ("finished", "stopped_early")
+FINISHED = (STATUS_FINISHED, STATUS_STOPPED_EARLY)
 _INT = re.compile(r"[+-]?\d+")
 
 

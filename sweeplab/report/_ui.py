@@ -44,17 +44,16 @@ def sweep_experiments(tracking_uri: str, sweep: str | None = None) -> list[tuple
     Raises:
         UnknownSweepError: ``sweep`` is not in the tracking store.
     """
-    from sweeplab.tracking import list_sweeps
-    from sweeplab.tracking._read import _check_store, _client, _latest_parent
+    from sweeplab.tracking import check_sweep_store, latest_sweep_run, list_sweeps, tracking_client
 
     if sweep is not None:
-        _check_store(tracking_uri, sweep)
-        client, uri = _client(tracking_uri)
-        parent = _latest_parent(client, sweep, uri)
+        check_sweep_store(tracking_uri, sweep)
+        client, uri = tracking_client(tracking_uri)
+        parent = latest_sweep_run(client, sweep, uri)
         return [(sweep, str(parent.info.experiment_id))]
     if tracking_uri.startswith("sqlite:///") and not Path(tracking_uri[10:]).exists():
         return []
-    client, _ = _client(tracking_uri)
+    client, _ = tracking_client(tracking_uri)
     pages = []
     for name in list_sweeps(tracking_uri)["sweep"]:
         experiment = client.get_experiment_by_name(name)

@@ -20,8 +20,8 @@ that needs them is called.
 
 from sweeplab.space._adapt import ConfigChange, adapt_config
 from sweeplab.space._decode import decode_config
-from sweeplab.space._hyperopt import compile_to_hyperopt
-from sweeplab.space._optuna import compile_to_optuna
+from sweeplab.space._hyperopt import compile_to_hyperopt, encode_for_hyperopt
+from sweeplab.space._optuna import compile_to_optuna, encode_for_optuna, optuna_distribution
 from sweeplab.space._optuna_searcher import OptunaSearcher
 from sweeplab.space._pbt import pbt_explore_fn, pbt_mutations
 from sweeplab.space._primitives import (
@@ -59,10 +59,13 @@ __all__ = [
     "compile_to_hyperopt",
     "compile_to_optuna",
     "decode_config",
+    "encode_for_hyperopt",
+    "encode_for_optuna",
     "flatten_config",
     "grid",
     "load_space",
     "loguniform",
+    "optuna_distribution",
     "pbt_explore_fn",
     "pbt_mutations",
     "qloguniform",

@@ -12,6 +12,7 @@ from typing import Any
 from sweeplab._numbers import is_number
 from sweeplab.errors import SpecError
 from sweeplab.space._primitives import (
+    PARAM_TYPES,
     Choice,
     Conditional,
     FloatRange,
@@ -22,7 +23,8 @@ from sweeplab.space._primitives import (
     same_value,
     thaw,
 )
-from sweeplab.space._space import Space, _sample_tree, _sample_value
+from sweeplab.space._space import Space, sample_node
+from sweeplab.space._walk import SpaceWalk, split_option
 
 __all__ = ["CHANGE_KINDS", "ConfigChange", "adapt_config"]
 
@@ -71,11 +73,9 @@ def _text(value: Any) -> str:
     return json.dumps(value, default=str) if isinstance(value, (dict, list)) else repr(value)
 
 
-def _join(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
+class _Adapt(SpaceWalk):
+    """Fits ``value`` into each node, noting every change; ``gen`` draws what must be drawn."""
 
-
-class _Adapter:
     def __init__(self, gen: random.Random) -> None:
         self.gen = gen
         self.changes: list[ConfigChange] = []
@@ -83,91 +83,87 @@ class _Adapter:
     def note(self, path: str, kind: str, old: Any, new: Any, reason: str) -> None:
         self.changes.append(ConfigChange(path, kind, old, new, reason))
 
-    def tree(self, tree: Mapping[str, Any], config: Mapping[str, Any], path: str) -> dict:
-        out: dict[str, Any] = {}
-        for name, param in tree.items():
-            where = _join(path, name)
-            if name in config:
-                out[name] = self.value(param, config[name], where)
-            elif isinstance(param, dict):
-                out[name] = self.tree(param, {}, where)
-            elif isinstance(param, (FloatRange, IntRange, Choice, Conditional)):
-                out[name] = self.draw(param, where, None, "filled", "not in the earlier config")
-            else:
-                out[name] = thaw(param)
-        for name in config:
-            if name not in tree:
-                self.note(_join(path, str(name)), "dropped", config[name], None, "not in the space")
-        return out
-
     def draw(self, param: Any, where: str, old: Any, kind: str, reason: str) -> Any:
-        new = _sample_value(param, self.gen)
+        new = sample_node(param, self.gen)
         self.note(where, kind, old, new, reason)
         return new
 
-    def value(self, param: Any, value: Any, where: str) -> Any:
-        if isinstance(param, dict):
-            if isinstance(value, Mapping):
-                return self.tree(param, value, where)
-            new = _sample_tree(param, self.gen)
-            self.note(where, "resampled", value, new, "the space holds a group of parameters here")
-            return new
-        if isinstance(param, (FloatRange, IntRange)):
-            return self.number(param, value, where)
-        if isinstance(param, Choice):
-            index = _find(param, value)
-            if index is None and isinstance(value, Mapping) and "name" in value:
-                # An earlier conditional's option: keep its name, drop its branch's values.
-                index = _find(param, value["name"])
-                if index is not None:
-                    for key in value:
-                        if key != "name":
-                            text = "the space holds a plain choice here"
-                            self.note(_join(where, str(key)), "dropped", value[key], None, text)
-            if index is None:
-                options = thaw(param.options)
-                return self.draw(param, where, value, "resampled", f"not among {options!r}")
-            return thaw(param.options[index])
-        if isinstance(param, Conditional):
-            return self.conditional(param, value, where)
+    def group(self, tree: Mapping[str, Any], path: str, value: Any) -> dict[str, Any]:
+        if not isinstance(value, Mapping):
+            return self.draw(
+                tree, path, value, "resampled", "the space holds a group of parameters here"
+            )
+        out: dict[str, Any] = {}
+        for name, param in tree.items():
+            where = self.join(path, name)
+            if name in value:
+                out[name] = self.walk(param, where, value[name])
+            elif isinstance(param, dict):
+                out[name] = self.group(param, where, {})
+            elif isinstance(param, PARAM_TYPES):
+                out[name] = self.draw(param, where, None, "filled", "not in the earlier config")
+            else:
+                out[name] = thaw(param)
+        for name in value:
+            if name not in tree:
+                self.note(
+                    self.join(path, str(name)), "dropped", value[name], None, "not in the space"
+                )
+        return out
+
+    def choice(self, param: Choice, path: str, value: Any) -> Any:
+        index = _find(param, value)
+        if index is None and isinstance(value, Mapping) and "name" in value:
+            # An earlier conditional's option: keep its name, drop its branch's values.
+            index = _find(param, value["name"])
+            if index is not None:
+                for key in value:
+                    if key != "name":
+                        text = "the space holds a plain choice here"
+                        self.note(self.join(path, str(key)), "dropped", value[key], None, text)
+        if index is None:
+            options = thaw(param.options)
+            return self.draw(param, path, value, "resampled", f"not among {options!r}")
+        return thaw(param.options[index])
+
+    def constant(self, node: Any, path: str, value: Any) -> Any:
         try:
-            same = same_value(param, freeze(value))
+            same = same_value(node, freeze(value))
         except SpecError:
             same = False
         if not same:
-            self.note(where, "constant", value, thaw(param), "the space's constant")
-        return thaw(param)
+            self.note(path, "constant", value, thaw(node), "the space's constant")
+        return thaw(node)
 
-    def number(self, param: FloatRange | IntRange, value: Any, where: str) -> Any:
+    def range(self, param: FloatRange | IntRange, path: str, value: Any) -> Any:
         if not is_number(value) or not math.isfinite(value):
             reason = f"not a value of {describe_param(param)}"
-            return self.draw(param, where, value, "resampled", reason)
+            return self.draw(param, path, value, "resampled", reason)
         new: float | int = value
         if value < param.low or value > param.high:
             new = min(max(value, param.low), param.high)
-            self.note(where, "clipped", value, new, f"outside {describe_param(param)}")
+            self.note(path, "clipped", value, new, f"outside {describe_param(param)}")
         if isinstance(param, IntRange):
             rounded = round(new)
             if rounded != new:
-                self.note(where, "snapped", new, rounded, "an integer parameter")
+                self.note(path, "snapped", new, rounded, "an integer parameter")
             new = int(rounded)
         else:
             new = float(new)
         if param.q is not None and param.q != 1:
             snapped = quantize(new, param)
             if not math.isclose(snapped, new, rel_tol=1e-9, abs_tol=1e-12):
-                self.note(where, "snapped", new, snapped, f"a multiple of q={param.q}")
+                self.note(path, "snapped", new, snapped, f"a multiple of q={param.q}")
             new = snapped
         return new
 
-    def conditional(self, param: Conditional, value: Any, where: str) -> Any:
+    def conditional(self, param: Conditional, path: str, value: Any) -> Any:
         # An earlier plain choice of option names reads as that option with an empty branch.
-        option = value.get("name") if isinstance(value, Mapping) else value
+        option, rest = split_option(value)
         if not isinstance(option, str) or option not in param.branches:
             reason = f"the option must be one of {list(param.branches)}"
-            return self.draw(param, where, value, "resampled", reason)
-        rest = {k: v for k, v in value.items() if k != "name"} if isinstance(value, Mapping) else {}
-        return {"name": option, **self.tree(param.branches[option], rest, _join(where, option))}
+            return self.draw(param, path, value, "resampled", reason)
+        return self.chosen(param, option, path, rest)
 
 
 def _find(param: Choice, value: Any) -> int | None:
@@ -203,6 +199,6 @@ def adapt_config(
         The adapted config, valid for ``space``, and the changes made, in parameter order
         (empty when the config was already a config of the space).
     """
-    adapter = _Adapter(gen)
-    adapted = adapter.tree(Space(space).params, config, "")
+    adapter = _Adapt(gen)
+    adapted = adapter.group(Space(space).params, "", config)
     return adapted, adapter.changes

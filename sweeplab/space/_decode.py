@@ -9,6 +9,7 @@ from typing import Any
 
 from sweeplab.errors import SpecError
 from sweeplab.space._primitives import (
+    PARAM_TYPES,
     Choice,
     Conditional,
     FloatRange,
@@ -17,6 +18,7 @@ from sweeplab.space._primitives import (
     thaw,
 )
 from sweeplab.space._space import Space
+from sweeplab.space._walk import SpaceWalk, split_option
 
 __all__ = ["OPTION_KEY", "decode_config"]
 
@@ -39,27 +41,26 @@ def _unflatten(config: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _decode_tree(tree: Mapping[str, Any], raw: Any, path: str) -> dict[str, Any]:
-    if not isinstance(raw, Mapping):
-        raise SpecError(f"{path or '<config>'}: expected a mapping, but got {raw!r}.")
-    out = {}
-    for name, param in tree.items():
-        where = f"{path}.{name}" if path else name
-        if isinstance(param, dict):
-            out[name] = _decode_tree(param, raw.get(name, {}), where)
-        elif not isinstance(param, (FloatRange, IntRange, Choice, Conditional)):
-            out[name] = thaw(param)
-        elif name not in raw:
-            raise SpecError(f"{where}: the config has no value for this parameter.")
-        else:
-            out[name] = _decode_value(param, raw[name], where)
-    return out
+class _Decode(SpaceWalk):
+    """Turns ``value`` (what a backend suggested for a node) into the node's final shape."""
 
+    def group(self, tree: Mapping[str, Any], path: str, value: Any) -> dict[str, Any]:
+        if not isinstance(value, Mapping):
+            raise SpecError(f"{path or '<config>'}: expected a mapping, but got {value!r}.")
+        out = {}
+        for name, node in tree.items():
+            where = self.join(path, name)
+            if isinstance(node, PARAM_TYPES) and name not in value:
+                raise SpecError(f"{where}: the config has no value for this parameter.")
+            out[name] = self.walk(node, where, value.get(name, {}))
+        return out
 
-def _decode_value(param: Any, value: Any, where: str) -> Any:
-    if isinstance(param, (FloatRange, IntRange)):
+    def constant(self, node: Any, path: str, value: Any) -> Any:
+        return thaw(node)
+
+    def range(self, param: FloatRange | IntRange, path: str, value: Any) -> Any:
         if not isinstance(value, numbers.Real) or isinstance(value, bool):
-            raise SpecError(f"{where}: expected a number, but got {value!r}.")
+            raise SpecError(f"{path}: expected a number, but got {value!r}.")
         value = float(value)
         try:
             if param.q is not None:
@@ -70,8 +71,9 @@ def _decode_value(param: Any, value: Any, where: str) -> Any:
                 return min(max(value, param.low), param.high)
             return value
         except SpecError as error:
-            raise SpecError(f"{where}: {error}") from None
-    if isinstance(param, Choice):
+            raise SpecError(f"{path}: {error}") from None
+
+    def choice(self, param: Choice, path: str, value: Any) -> Any:
         index = param.find(value)
         if index is None and isinstance(value, str):
             try:
@@ -80,22 +82,25 @@ def _decode_value(param: Any, value: Any, where: str) -> Any:
                 index = None
         if index is None:
             raise SpecError(
-                f"{where}: the value must be one of {thaw(param.options)!r}, but got {value!r}."
+                f"{path}: the value must be one of {thaw(param.options)!r}, but got {value!r}."
             )
         return thaw(param.options[index])
-    assert isinstance(param, Conditional)
-    if not isinstance(value, Mapping):
-        raise SpecError(f"{where}: expected a mapping with the chosen option, but got {value!r}.")
-    if OPTION_KEY in value:
-        option, branch_raw = value[OPTION_KEY], value.get(value[OPTION_KEY], {})
-    else:
-        option, branch_raw = value.get("name"), {k: v for k, v in value.items() if k != "name"}
-    if option not in param.branches:
-        raise SpecError(
-            f"{where}: the chosen option must be one of {list(param.branches)}, but got {option!r}."
-        )
-    branch = _decode_tree(param.branches[option], branch_raw, f"{where}.{option}")
-    return {"name": option, **branch}
+
+    def conditional(self, param: Conditional, path: str, value: Any) -> Any:
+        if not isinstance(value, Mapping):
+            raise SpecError(
+                f"{path}: expected a mapping with the chosen option, but got {value!r}."
+            )
+        if OPTION_KEY in value:
+            option, rest = value[OPTION_KEY], value.get(value[OPTION_KEY], {})
+        else:
+            option, rest = split_option(value)
+        if option not in param.branches:
+            raise SpecError(
+                f"{path}: the chosen option must be one of {list(param.branches)}, "
+                f"but got {option!r}."
+            )
+        return self.chosen(param, option, path, rest)
 
 
 def decode_config(space: Space, config: Mapping[str, Any]) -> dict[str, Any]:
@@ -112,6 +117,6 @@ def decode_config(space: Space, config: Mapping[str, Any]) -> dict[str, Any]:
         SpecError: If the config cannot be decoded, or the result is not a config of the space.
     """
     space = Space(space)
-    decoded = _decode_tree(space.params, _unflatten(config), "")
+    decoded = _Decode().group(space.params, "", _unflatten(config))
     space.validate_config(decoded)
     return decoded

@@ -16,6 +16,7 @@ from sweeplab.space._primitives import (
     thaw,
 )
 from sweeplab.space._space import Space
+from sweeplab.space._walk import SpaceWalk, split_option
 
 __all__ = ["compile_to_hyperopt", "encode_for_hyperopt"]
 
@@ -40,29 +41,49 @@ def _range(label: str, param: FloatRange | IntRange) -> Any:
     )
 
 
-def _tree(tree: Mapping[str, Any], prefix: str) -> dict[str, Any]:
-    from hyperopt import hp
+class _Compile(SpaceWalk):
+    """The ``hp`` expression of each node, labelled by its '/'-joined path."""
 
-    out: dict[str, Any] = {}
-    for key, param in tree.items():
-        label = f"{prefix}{key}"
-        if isinstance(param, dict):
-            out[key] = _tree(param, f"{label}/")
-        elif isinstance(param, (FloatRange, IntRange)):
-            out[key] = _range(label, param)
-        elif isinstance(param, Choice):
-            out[key] = hp.choice(label, [thaw(o) for o in param.options])
-        elif isinstance(param, Conditional):
-            out[key] = hp.choice(
-                label,
-                [
-                    {"name": option, **_tree(branch, f"{label}/{option}/")}
-                    for option, branch in param.branches.items()
-                ],
-            )
-        else:
-            out[key] = thaw(param)
-    return out
+    sep = "/"
+
+    def range(self, param: FloatRange | IntRange, path: str, value: Any) -> Any:
+        return _range(path, param)
+
+    def choice(self, param: Choice, path: str, value: Any) -> Any:
+        from hyperopt import hp
+
+        return hp.choice(path, [thaw(o) for o in param.options])
+
+    def conditional(self, param: Conditional, path: str, value: Any) -> Any:
+        from hyperopt import hp
+
+        return hp.choice(path, [self.chosen(param, option, path) for option in param.branches])
+
+    def constant(self, node: Any, path: str, value: Any) -> Any:
+        return thaw(node)
+
+
+class _Encode(SpaceWalk):
+    """Collects HyperOpt's value of each node of a config in ``vals``."""
+
+    sep = "/"
+
+    def __init__(self) -> None:
+        self.vals: dict[str, Any] = {}
+
+    def range(self, param: FloatRange | IntRange, path: str, value: Any) -> None:
+        if param.low != param.high:
+            self.vals[path] = float(value)
+
+    def choice(self, param: Choice, path: str, value: Any) -> None:
+        index = param.find(value)
+        assert index is not None, f"{path}: {value!r} is not an option"
+        self.vals[path] = index
+
+    def conditional(self, param: Conditional, path: str, value: Any) -> None:
+        option, rest = split_option(value)
+        self.vals[path] = list(param.branches).index(option)
+        self.branch(param, option, path, rest)
 
 
 def compile_to_hyperopt(space: Space | Mapping[str, Any]) -> dict[str, Any]:
@@ -75,7 +96,7 @@ def compile_to_hyperopt(space: Space | Mapping[str, Any]) -> dict[str, Any]:
     snaps them back, so always decode what HyperOpt suggests. ``randint`` is compiled as a
     ``quniform`` over ``[low - 0.5, high + 0.5]`` so both bounds are reachable.
     """
-    return _tree(Space(space).params, "")
+    return _Compile().walk(Space(space).params)
 
 
 def encode_for_hyperopt(space: Space | Mapping[str, Any], config: Mapping[str, Any]) -> dict:
@@ -85,25 +106,6 @@ def encode_for_hyperopt(space: Space | Mapping[str, Any], config: Mapping[str, A
     :func:`compile_to_hyperopt`; a choice holds the option's index. Labels of branches that were
     not chosen, and ranges compiled to constants, are absent.
     """
-    vals: dict[str, Any] = {}
-
-    def encode(tree: Mapping[str, Any], values: Mapping[str, Any], prefix: str) -> None:
-        for key, param in tree.items():
-            label, value = f"{prefix}{key}", values[key]
-            if isinstance(param, dict):
-                encode(param, value, f"{label}/")
-            elif isinstance(param, (FloatRange, IntRange)):
-                if param.low != param.high:
-                    vals[label] = float(value)
-            elif isinstance(param, Choice):
-                index = param.find(value)
-                assert index is not None, f"{label}: {value!r} is not an option"
-                vals[label] = index
-            elif isinstance(param, Conditional):
-                option = value["name"]
-                vals[label] = list(param.branches).index(option)
-                rest = {k: v for k, v in value.items() if k != "name"}
-                encode(param.branches[option], rest, f"{label}/{option}/")
-
-    encode(Space(space).params, config, "")
-    return vals
+    encode = _Encode()
+    encode.walk(Space(space).params, "", config)
+    return encode.vals

@@ -12,36 +12,67 @@ from sweeplab.space._primitives import (
     Conditional,
     FloatRange,
     IntRange,
+    Param,
+    _multiple_indices,
     multiple,
     thaw,
 )
 from sweeplab.space._space import Space
+from sweeplab.space._walk import SpaceWalk, split_option
 
 if TYPE_CHECKING:
     import optuna
+    from optuna.distributions import BaseDistribution
 
-__all__ = ["compile_to_optuna", "encode_for_optuna"]
+__all__ = ["compile_to_optuna", "encode_for_optuna", "optuna_distribution"]
 
 _CATEGORICAL_TYPES = (type(None), bool, int, float, str)
 
 
-def _suggest_range(trial: optuna.Trial, name: str, param: FloatRange | IntRange) -> Any:
-    from sweeplab.space._primitives import _multiple_indices
+def optuna_distribution(param: Param) -> BaseDistribution:
+    """The Optuna distribution that :func:`compile_to_optuna` suggests ``param`` from.
 
+    A range gives a ``FloatDistribution`` or ``IntDistribution`` (``log=True`` for log ranges;
+    ``quniform`` with ``step=q`` from the first multiple of ``q`` in range; ``qloguniform`` on a
+    log scale without a step, snapped by :func:`decode_config`); a choice gives a
+    ``CategoricalDistribution`` over its options (lists as their JSON text); a conditional
+    choice gives one over its option names. Imports Optuna.
+    """
+    from optuna.distributions import (
+        CategoricalDistribution,
+        FloatDistribution,
+        IntDistribution,
+    )
+
+    if isinstance(param, Choice):
+        return CategoricalDistribution(_categorical_labels(param.options))
+    if isinstance(param, Conditional):
+        return CategoricalDistribution(list(param.branches))
     if param.q is None:
-        return trial.suggest_float(name, param.low, param.high, log=param.log)
+        return FloatDistribution(param.low, param.high, log=param.log)
     if param.log:
         if isinstance(param, IntRange) and param.q == 1:
-            return trial.suggest_int(name, param.low, param.high, log=True)
+            return IntDistribution(param.low, param.high, log=True)
         # Optuna has no log scale with a step: suggest on a log scale and let decode_config
         # snap the value to the nearest multiple of q.
-        return trial.suggest_float(name, param.low, param.high, log=True)
+        return FloatDistribution(param.low, param.high, log=True)
     # Optuna's steps start at `low`; start at the first multiple of q so values are k * q.
     k_lo, k_hi = _multiple_indices(param.low, param.high, param.q)
     low, high = multiple(k_lo, param.q), multiple(k_hi, param.q)
     if isinstance(param, IntRange):
-        return trial.suggest_int(name, int(low), int(high), step=param.q)
-    return trial.suggest_float(name, low, high, step=param.q)
+        return IntDistribution(int(low), int(high), step=param.q)
+    return FloatDistribution(low, high, step=param.q)
+
+
+def _suggest(trial: optuna.Trial, name: str, param: Param) -> Any:
+    from optuna.distributions import CategoricalDistribution, IntDistribution
+
+    dist = optuna_distribution(param)
+    if isinstance(dist, CategoricalDistribution):
+        return trial.suggest_categorical(name, list(dist.choices))
+    if isinstance(dist, IntDistribution):
+        return trial.suggest_int(name, dist.low, dist.high, step=dist.step, log=dist.log)
+    return trial.suggest_float(name, dist.low, dist.high, step=dist.step, log=dist.log)
 
 
 def _categorical_labels(options: tuple[Any, ...]) -> list[Any]:
@@ -49,22 +80,50 @@ def _categorical_labels(options: tuple[Any, ...]) -> list[Any]:
     return [o if isinstance(o, _CATEGORICAL_TYPES) else json.dumps(thaw(o)) for o in options]
 
 
-def _suggest_tree(
-    trial: optuna.Trial, tree: Mapping[str, Any], prefix: str, constants: dict[str, Any]
-) -> None:
-    for key, param in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(param, dict):
-            _suggest_tree(trial, param, f"{name}/", constants)
-        elif isinstance(param, (FloatRange, IntRange)):
-            _suggest_range(trial, name, param)
-        elif isinstance(param, Choice):
-            trial.suggest_categorical(name, _categorical_labels(param.options))
-        elif isinstance(param, Conditional):
-            option = trial.suggest_categorical(f"{name}/{OPTION_KEY}", list(param.branches))
-            _suggest_tree(trial, param.branches[str(option)], f"{name}/{option}/", constants)
-        else:
-            constants[name] = thaw(param)
+class _Suggest(SpaceWalk):
+    """Suggests each parameter on ``trial`` (a conditional: its option, then that branch) and
+    collects the constants of the chosen branches."""
+
+    sep = "/"
+
+    def __init__(self, trial: optuna.Trial) -> None:
+        self.trial = trial
+        self.constants: dict[str, Any] = {}
+
+    def range(self, param: FloatRange | IntRange, path: str, value: Any) -> None:
+        _suggest(self.trial, path, param)
+
+    def choice(self, param: Choice, path: str, value: Any) -> None:
+        _suggest(self.trial, path, param)
+
+    def conditional(self, param: Conditional, path: str, value: Any) -> None:
+        option = _suggest(self.trial, self.join(path, OPTION_KEY), param)
+        self.branch(param, str(option), path)
+
+    def constant(self, node: Any, path: str, value: Any) -> None:
+        self.constants[path] = thaw(node)
+
+
+class _Encode(SpaceWalk):
+    """Collects the Optuna param of each node of a config in ``params``."""
+
+    sep = "/"
+
+    def __init__(self) -> None:
+        self.params: dict[str, Any] = {}
+
+    def range(self, param: FloatRange | IntRange, path: str, value: Any) -> None:
+        self.params[path] = value
+
+    def choice(self, param: Choice, path: str, value: Any) -> None:
+        index = param.find(value)
+        assert index is not None, f"{path}: {value!r} is not an option"
+        self.params[path] = _categorical_labels(param.options)[index]
+
+    def conditional(self, param: Conditional, path: str, value: Any) -> None:
+        option, rest = split_option(value)
+        self.params[self.join(path, OPTION_KEY)] = option
+        self.branch(param, option, path, rest)
 
 
 def compile_to_optuna(space: Space | Mapping[str, Any]) -> Callable[[Any], dict[str, Any]]:
@@ -91,9 +150,9 @@ class _DefineByRun:
         self.space = space
 
     def __call__(self, trial: Any) -> dict[str, Any]:
-        constants: dict[str, Any] = {}
-        _suggest_tree(trial, self.space.params, "", constants)
-        return constants
+        suggest = _Suggest(trial)
+        suggest.walk(self.space.params)
+        return suggest.constants
 
 
 def encode_for_optuna(space: Space | Mapping[str, Any], config: Mapping[str, Any]) -> dict:
@@ -102,24 +161,6 @@ def encode_for_optuna(space: Space | Mapping[str, Any], config: Mapping[str, Any
     ``config`` is a config of ``space`` in final nested shape. Run the compiled function on
     ``optuna.trial.FixedTrial(encode_for_optuna(space, config))`` to get the distributions too.
     """
-    params: dict[str, Any] = {}
-
-    def encode(tree: Mapping[str, Any], values: Mapping[str, Any], prefix: str) -> None:
-        for key, param in tree.items():
-            name, value = f"{prefix}{key}", values[key]
-            if isinstance(param, dict):
-                encode(param, value, f"{name}/")
-            elif isinstance(param, (FloatRange, IntRange)):
-                params[name] = value
-            elif isinstance(param, Choice):
-                index = param.find(value)
-                assert index is not None, f"{name}: {value!r} is not an option"
-                params[name] = _categorical_labels(param.options)[index]
-            elif isinstance(param, Conditional):
-                option = value["name"]
-                params[f"{name}/{OPTION_KEY}"] = option
-                rest = {k: v for k, v in value.items() if k != "name"}
-                encode(param.branches[option], rest, f"{name}/{option}/")
-
-    encode(Space(space).params, config, "")
-    return params
+    encode = _Encode()
+    encode.walk(Space(space).params, "", config)
+    return encode.params

@@ -21,6 +21,7 @@ from sweeplab.space._primitives import (
     thaw,
 )
 from sweeplab.space._space import Space
+from sweeplab.space._walk import SpaceWalk, split_option
 
 __all__ = ["pbt_explore_fn", "pbt_mutations"]
 
@@ -35,20 +36,21 @@ class _ResampleRange:
         return sample_range(self.param, random.Random())
 
 
-def _mutations(tree: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, param in tree.items():
-        if isinstance(param, dict):
-            nested = _mutations(param)
-            if nested:
-                out[key] = nested
-        elif isinstance(param, (FloatRange, IntRange)):
-            out[key] = _ResampleRange(param)
-        elif isinstance(param, Choice):
-            out[key] = [thaw(o) for o in param.options]
-        elif isinstance(param, Conditional):
-            out[key] = {"name": list(param.branches)}
-    return out
+class _Mutations(SpaceWalk):
+    """The mutation of each node (None for a constant); groups without one are left out."""
+
+    def group(self, tree: Mapping[str, Any], path: str, value: Any) -> dict[str, Any]:
+        children = super().group(tree, path, value)
+        return {key: m for key, m in children.items() if m is not None and m != {}}
+
+    def range(self, param: FloatRange | IntRange, path: str, value: Any) -> Any:
+        return _ResampleRange(param)
+
+    def choice(self, param: Choice, path: str, value: Any) -> Any:
+        return [thaw(o) for o in param.options]
+
+    def conditional(self, param: Conditional, path: str, value: Any) -> Any:
+        return {"name": list(param.branches)}
 
 
 def pbt_mutations(space: Space | Mapping[str, Any]) -> dict[str, Any]:
@@ -61,31 +63,44 @@ def pbt_mutations(space: Space | Mapping[str, Any]) -> dict[str, Any]:
     new branch). Constants are not mutated. Always pass ``custom_explore_fn=pbt_explore_fn(space)``
     too: Ray does not clip perturbed values.
     """
-    return _mutations(Space(space).params)
+    return _Mutations().walk(Space(space).params)
 
 
-def _project_tree(tree: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(config)
-    for key, param in tree.items():
-        if key not in config:
-            continue
-        value = config[key]
-        if isinstance(param, dict) and isinstance(value, Mapping):
-            out[key] = _project_tree(param, value)
-        elif isinstance(param, (FloatRange, IntRange)) and not isinstance(value, bool):
-            clipped = min(max(value, param.low), param.high)
-            out[key] = quantize(clipped, param) if param.q is not None else float(clipped)
-        elif isinstance(param, Conditional) and isinstance(value, Mapping):
-            option = value.get("name")
-            if not isinstance(option, str) or option not in param.branches:
-                continue
-            branch = param.branches[option]
-            rest = {k: v for k, v in value.items() if k != "name"}
-            if set(rest) != set(branch):
-                # The option changed: draw the whole new branch.
-                rest = Space(branch).sample_one(random.Random())
-            out[key] = {"name": option, **_project_tree(branch, rest)}
-    return out
+class _Project(SpaceWalk):
+    """Moves ``value`` into each node; what cannot be read as the node's value is left alone."""
+
+    def group(self, tree: Mapping[str, Any], path: str, value: Any) -> Any:
+        if not isinstance(value, Mapping):
+            return value
+        out = dict(value)
+        for key, node in tree.items():
+            if key in value:
+                out[key] = self.walk(node, self.join(path, key), value[key])
+        return out
+
+    def range(self, param: FloatRange | IntRange, path: str, value: Any) -> Any:
+        if isinstance(value, bool):
+            return value
+        clipped = min(max(value, param.low), param.high)
+        return quantize(clipped, param) if param.q is not None else float(clipped)
+
+    def choice(self, param: Choice, path: str, value: Any) -> Any:
+        return value
+
+    def conditional(self, param: Conditional, path: str, value: Any) -> Any:
+        option, rest = split_option(value)
+        if not isinstance(value, Mapping) or not isinstance(option, str):
+            return value
+        if option not in param.branches:
+            return value
+        branch = param.branches[option]
+        if set(rest) != set(branch):
+            # The option changed: draw the whole new branch.
+            rest = Space(branch).sample_one(random.Random())
+        return self.chosen(param, option, path, rest)
+
+    def constant(self, node: Any, path: str, value: Any) -> Any:
+        return value
 
 
 class _ProjectIntoSpace:
@@ -95,7 +110,7 @@ class _ProjectIntoSpace:
         self.space = space
 
     def __call__(self, config: dict[str, Any]) -> dict[str, Any]:
-        return _project_tree(self.space.params, config)
+        return _Project().walk(self.space.params, "", config)
 
 
 def pbt_explore_fn(space: Space | Mapping[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:

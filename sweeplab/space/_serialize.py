@@ -33,6 +33,7 @@ from sweeplab.space._primitives import (
     thaw,
     uniform,
 )
+from sweeplab.space._walk import SpaceWalk
 
 __all__ = ["TAGS", "load_space", "space_from_dict", "space_to_dict"]
 
@@ -58,32 +59,32 @@ def is_tagged(value: object) -> bool:
     return isinstance(value, Mapping) and len(value) == 1 and next(iter(value)) in TAGS
 
 
-def _param_to_dict(param: Any) -> Any:
-    if isinstance(param, IntRange):
-        if param.q == 1 and not param.log:
-            return {"randint": [param.low, param.high]}
-        return {"qloguniform" if param.log else "quniform": [param.low, param.high, param.q]}
-    if isinstance(param, FloatRange):
+class _ToDict(SpaceWalk):
+    """The dict form of each node."""
+
+    def range(self, param: FloatRange | IntRange, path: str, value: Any) -> Any:
+        if isinstance(param, IntRange):
+            if param.q == 1 and not param.log:
+                return {"randint": [param.low, param.high]}
+            return {"qloguniform" if param.log else "quniform": [param.low, param.high, param.q]}
         kind = "loguniform" if param.log else "uniform"
         if param.q is None:
             return {kind: [param.low, param.high]}
         return {f"q{kind}": [param.low, param.high, param.q]}
-    if isinstance(param, Choice):
+
+    def choice(self, param: Choice, path: str, value: Any) -> Any:
         return {"grid" if param.grid else "choice": thaw(param.options)}
-    if isinstance(param, Conditional):
-        return {"choice": {name: _tree_to_dict(b) for name, b in param.branches.items()}}
-    if isinstance(param, dict):
-        return _tree_to_dict(param)
-    return thaw(param)
 
+    def conditional(self, param: Conditional, path: str, value: Any) -> Any:
+        return {"choice": super().conditional(param, path, value)}
 
-def _tree_to_dict(tree: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: _param_to_dict(value) for name, value in tree.items()}
+    def constant(self, node: Any, path: str, value: Any) -> Any:
+        return thaw(node)
 
 
 def space_to_dict(space: Any) -> dict[str, Any]:
     """Returns the dict form of a :class:`~sweeplab.space.Space`."""
-    return _tree_to_dict(space.params)
+    return _ToDict().walk(space.params)
 
 
 def _range_args(tag: str, args: Any, where: str) -> list[Any]:

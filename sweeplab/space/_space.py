@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
 from sweeplab.errors import SpecError
 from sweeplab.space._primitives import (
+    PARAM_TYPES,
     Choice,
     Conditional,
     FloatRange,
@@ -21,148 +22,163 @@ from sweeplab.space._primitives import (
     sample_range,
     thaw,
 )
+from sweeplab.space._walk import SpaceWalk, split_option
 
 __all__ = ["Space", "flatten_config"]
-
-_PARAM_TYPES = (FloatRange, IntRange, Choice, Conditional)
-
-
-def _join(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
 
 
 def _at(path: str, error: SpecError) -> SpecError:
     return SpecError(f"{path}: {error}" if path else str(error))
 
 
-def _normalize(tree: Mapping[Any, Any], path: str, *, in_branch: bool) -> dict[str, Any]:
-    """Validates a parameter tree and returns it with constants frozen (lists -> tuples)."""
-    out: dict[str, Any] = {}
-    for name, value in tree.items():
-        where = _join(path, str(name) if name != "" else repr(name))
-        try:
-            check_name(name)
-        except SpecError as error:
-            raise _at(where, error) from None
-        if in_branch and name == "name":
-            raise SpecError(
-                f"{where}: 'name' is reserved inside a conditional branch (it holds the chosen "
-                f"option's name)."
-            )
-        out[name] = _normalize_value(value, where)
-    return out
+class _Normalize(SpaceWalk):
+    """Validates a parameter tree and returns it with constants frozen (lists -> tuples).
 
+    ``value`` is true for the group of a conditional's branch.
+    """
 
-def _normalize_value(value: Any, where: str) -> Any:
-    if isinstance(value, Conditional):
+    def walk(self, node: Any, path: str = "", value: Any = None) -> Any:
+        if isinstance(node, Mapping):
+            from sweeplab.space._serialize import is_tagged
+
+            if is_tagged(node):
+                raise SpecError(
+                    f"{path}: a group whose only key is {next(iter(node))!r} would read back from "
+                    f"YAML/JSON as that primitive; rename the key or add another one."
+                )
+        return super().walk(node, path, value)
+
+    def group(self, tree: Mapping[str, Any], path: str, value: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, node in tree.items():
+            where = self.join(path, str(name) if name != "" else repr(name))
+            try:
+                check_name(name)
+            except SpecError as error:
+                raise _at(where, error) from None
+            if value and name == "name":
+                raise SpecError(
+                    f"{where}: 'name' is reserved inside a conditional branch (it holds the "
+                    f"chosen option's name)."
+                )
+            out[name] = self.walk(node, where, False)
+        return out
+
+    def range(self, param: FloatRange | IntRange, path: str, value: Any) -> Any:
+        return param
+
+    def choice(self, param: Choice, path: str, value: Any) -> Any:
+        return param
+
+    def conditional(self, param: Conditional, path: str, value: Any) -> Any:
         branches = {}
-        for option, branch in value.branches.items():
-            sub = _normalize(branch, _join(where, option), in_branch=True)
-            for sub_path, param in _walk(sub, _join(where, option)):
-                if isinstance(param, Choice) and param.grid:
+        for option in param.branches:
+            sub = self.branch(param, option, path, True)
+            for sub_path, node in _leaves(sub, self.join(path, option)):
+                if isinstance(node, Choice) and node.grid:
                     raise SpecError(
                         f"{sub_path}: a grid cannot sit inside a conditional branch (the branch "
                         f"is only sampled when chosen); use choice instead."
                     )
             branches[option] = sub
         return Conditional(branches)
-    if isinstance(value, _PARAM_TYPES):
-        return value
-    if isinstance(value, Mapping):
-        from sweeplab.space._serialize import is_tagged
 
-        if is_tagged(value):
-            raise SpecError(
-                f"{where}: a group whose only key is {next(iter(value))!r} would read back from "
-                f"YAML/JSON as that primitive; rename the key or add another one."
-            )
-        return _normalize(value, where, in_branch=False)
-    try:
-        return freeze(value)
-    except SpecError as error:
-        raise _at(where, error) from None
+    def constant(self, node: Any, path: str, value: Any) -> Any:
+        try:
+            return freeze(node)
+        except SpecError as error:
+            raise _at(path, error) from None
 
 
-def _walk(tree: Mapping[str, Any], path: str = "") -> Iterator[tuple[str, Any]]:
-    """Yields ``(dotted path, leaf)`` for every parameter and constant, depth first.
+class _Leaves(SpaceWalk):
+    """Collects ``(dotted path, leaf)`` for every parameter and constant, depth first.
 
     Conditional branches are walked with the option name in the path
-    (``optimizer.sgd.momentum``); nested dicts are descended into, not yielded.
+    (``optimizer.sgd.momentum``); nested groups are descended into, not collected.
     """
-    for name, value in tree.items():
-        where = _join(path, name)
-        if isinstance(value, dict):
-            yield from _walk(value, where)
-            continue
-        yield where, value
-        if isinstance(value, Conditional):
-            for option, branch in value.branches.items():
-                yield from _walk(branch, _join(where, option))
+
+    def __init__(self) -> None:
+        self.found: list[tuple[str, Any]] = []
+
+    def walk(self, node: Any, path: str = "", value: Any = None) -> Any:
+        if not isinstance(node, Mapping):
+            self.found.append((path, node))
+        return super().walk(node, path, value)
 
 
-def _sample_tree(tree: Mapping[str, Any], gen: random.Random) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, value in tree.items():
-        out[name] = _sample_value(value, gen)
-    return out
+def _leaves(tree: Mapping[str, Any], path: str = "") -> list[tuple[str, Any]]:
+    leaves = _Leaves()
+    leaves.group(tree, path, None)
+    return leaves.found
 
 
-def _sample_value(value: Any, gen: random.Random) -> Any:
-    if isinstance(value, dict):
-        return _sample_tree(value, gen)
-    if isinstance(value, (FloatRange, IntRange)):
-        return sample_range(value, gen)
-    if isinstance(value, Choice):
-        return thaw(value.options[gen.randrange(len(value.options))])
-    if isinstance(value, Conditional):
-        option = gen.choice(list(value.branches))
-        return {"name": option, **_sample_tree(value.branches[option], gen)}
-    return thaw(value)
+class _Sample(SpaceWalk):
+    """Draws a value of every node from ``gen``; a conditional draws its option, then its branch."""
+
+    def __init__(self, gen: random.Random) -> None:
+        self.gen = gen
+
+    def range(self, param: FloatRange | IntRange, path: str, value: Any) -> Any:
+        return sample_range(param, self.gen)
+
+    def choice(self, param: Choice, path: str, value: Any) -> Any:
+        return thaw(param.options[self.gen.randrange(len(param.options))])
+
+    def conditional(self, param: Conditional, path: str, value: Any) -> Any:
+        return self.chosen(param, self.gen.choice(list(param.branches)), path)
+
+    def constant(self, node: Any, path: str, value: Any) -> Any:
+        return thaw(node)
 
 
-def _check_tree(tree: Mapping[str, Any], config: Any, path: str) -> None:
-    if not isinstance(config, Mapping):
-        raise SpecError(f"{path or '<config>'}: expected a mapping, but got {config!r}.")
-    expected, got = set(tree), set(config)
-    if expected != got:
-        missing, extra = sorted(expected - got), sorted(map(str, got - expected))
-        raise SpecError(
-            f"{path or '<config>'}: the keys must be those of the space, but "
-            f"missing={missing} and unexpected={extra}."
-        )
-    for name, value in tree.items():
-        _check_value(value, config[name], _join(path, name))
+def sample_node(node: Any, gen: random.Random) -> Any:
+    """Draws a value of a node of a space's tree (a group, a parameter or a constant)."""
+    return _Sample(gen).walk(node)
 
 
-def _check_value(param: Any, value: Any, where: str) -> None:
-    if isinstance(param, dict):
-        _check_tree(param, value, where)
-    elif isinstance(param, (FloatRange, IntRange)):
+class _Check(SpaceWalk):
+    """Raises SpecError unless ``value`` could have been drawn from the node."""
+
+    def group(self, tree: Mapping[str, Any], path: str, value: Any) -> None:
+        if not isinstance(value, Mapping):
+            raise SpecError(f"{path or '<config>'}: expected a mapping, but got {value!r}.")
+        expected, got = set(tree), set(value)
+        if expected != got:
+            missing, extra = sorted(expected - got), sorted(map(str, got - expected))
+            raise SpecError(
+                f"{path or '<config>'}: the keys must be those of the space, but "
+                f"missing={missing} and unexpected={extra}."
+            )
+        super().group(tree, path, value)
+
+    def range(self, param: FloatRange | IntRange, path: str, value: Any) -> None:
         try:
             check_range_value(param, value)
         except SpecError as error:
-            raise _at(where, error) from None
-    elif isinstance(param, Choice):
+            raise _at(path, error) from None
+
+    def choice(self, param: Choice, path: str, value: Any) -> None:
         if param.find(value) is None:
             raise SpecError(
-                f"{where}: the value must be one of {thaw(param.options)!r}, but got {value!r}."
+                f"{path}: the value must be one of {thaw(param.options)!r}, but got {value!r}."
             )
-    elif isinstance(param, Conditional):
-        if not isinstance(value, Mapping) or value.get("name") not in param.branches:
+
+    def conditional(self, param: Conditional, path: str, value: Any) -> None:
+        option, rest = split_option(value)
+        if not isinstance(value, Mapping) or option not in param.branches:
             raise SpecError(
-                f"{where}: the value must be a mapping whose 'name' is one of "
+                f"{path}: the value must be a mapping whose 'name' is one of "
                 f"{list(param.branches)}, but got {value!r}."
             )
-        option = value["name"]
-        rest = {k: v for k, v in value.items() if k != "name"}
-        _check_tree(param.branches[option], rest, _join(where, option))
-    else:
+        self.branch(param, option, path, rest)
+
+    def constant(self, node: Any, path: str, value: Any) -> None:
         try:
-            ok = same_value(param, freeze(value))
+            ok = same_value(node, freeze(value))
         except SpecError:
             ok = False
         if not ok:
-            raise SpecError(f"{where}: the constant must be {thaw(param)!r}, but got {value!r}.")
+            raise SpecError(f"{path}: the constant must be {thaw(node)!r}, but got {value!r}.")
 
 
 class Space:
@@ -187,7 +203,7 @@ class Space:
             return
         if not isinstance(params, Mapping):
             raise SpecError(f"a space must be a mapping of parameters, but got {params!r}.")
-        self._tree = _normalize(params, "", in_branch=False)
+        self._tree = _Normalize().group(params, "", False)
 
     @property
     def params(self) -> Mapping[str, Any]:
@@ -198,7 +214,7 @@ class Space:
     def grid_size(self) -> int:
         """The number of grid points: the product of the grid options' counts (1 if none)."""
         size = 1
-        for _, leaf in _walk(self._tree):
+        for _, leaf in _leaves(self._tree):
             if isinstance(leaf, Choice) and leaf.grid:
                 size *= len(leaf.options)
         return size
@@ -206,7 +222,7 @@ class Space:
     @property
     def dimensions(self) -> int:
         """The number of parameters: every primitive, those of every branch included."""
-        return sum(isinstance(leaf, _PARAM_TYPES) for _, leaf in _walk(self._tree))
+        return sum(isinstance(leaf, PARAM_TYPES) for _, leaf in _leaves(self._tree))
 
     def sample(self, seed: int | None = None, n: int = 1) -> list[dict[str, Any]]:
         """Draws ``n`` configs in their final nested shape; the same seed gives the same configs.
@@ -214,11 +230,11 @@ class Space:
         Grid parameters are drawn like a :func:`choice` here.
         """
         gen = random.Random(seed)
-        return [_sample_tree(self._tree, gen) for _ in range(n)]
+        return [sample_node(self._tree, gen) for _ in range(n)]
 
     def sample_one(self, gen: random.Random) -> dict[str, Any]:
         """Draws one config with a caller-owned random generator."""
-        return _sample_tree(self._tree, gen)
+        return sample_node(self._tree, gen)
 
     def validate_config(self, config: Mapping[str, Any]) -> None:
         """Raises SpecError unless ``config`` could have been drawn from this space.
@@ -227,7 +243,7 @@ class Space:
         on their quantization grid, options among the choices, conditional values holding
         ``name`` plus exactly that branch's keys.
         """
-        _check_tree(self._tree, config, "")
+        _Check().group(self._tree, "", config)
 
     def describe(self) -> list[tuple[str, str]]:
         """Returns ``(dotted path, description)`` for every parameter and constant.
@@ -235,8 +251,8 @@ class Space:
         Branch parameters carry the option name in their path: ``optimizer.sgd.momentum``.
         """
         rows = []
-        for path, leaf in _walk(self._tree):
-            if isinstance(leaf, _PARAM_TYPES):
+        for path, leaf in _leaves(self._tree):
+            if isinstance(leaf, PARAM_TYPES):
                 rows.append((path, describe_param(leaf)))
             else:
                 rows.append((path, f"constant {thaw(leaf)!r}"))

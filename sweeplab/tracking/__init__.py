@@ -23,9 +23,13 @@ if TYPE_CHECKING:
         SweepRanking,
         UnknownSweepError,
         best_trial,
+        check_sweep_store,
+        latest_sweep_run,
         list_sweeps,
         load_sweep,
         ranked_configs,
+        resolve_tracking_uri,
+        tracking_client,
     )
     from sweeplab.tracking._tracker import SweepTracker, TrackingError
     from sweeplab.tracking._trials import rank_tune_results
@@ -42,11 +46,15 @@ __all__ = [
     "benchmark_logging",
     "best_config_document",
     "best_trial",
+    "check_sweep_store",
+    "latest_sweep_run",
     "list_sweeps",
     "load_sweep",
     "rank_trials",
     "rank_tune_results",
     "ranked_configs",
+    "resolve_tracking_uri",
+    "tracking_client",
 ]
 
 _LAZY = {
@@ -62,6 +70,10 @@ _LAZY = {
     "list_sweeps": "sweeplab.tracking._read",
     "load_sweep": "sweeplab.tracking._read",
     "ranked_configs": "sweeplab.tracking._read",
+    "check_sweep_store": "sweeplab.tracking._read",
+    "latest_sweep_run": "sweeplab.tracking._read",
+    "resolve_tracking_uri": "sweeplab.tracking._read",
+    "tracking_client": "sweeplab.tracking._read",
 }
 
 

@@ -6,6 +6,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from sweeplab.keys import ITERATION_KEY
 from sweeplab.tracking._tracker import SweepTracker
 
 __all__ = ["benchmark_logging"]
@@ -41,12 +42,12 @@ def benchmark_logging(
         steps = max(1, n_points // (n_trials * metrics_per_report))
         begin = time.perf_counter()
         for trial in trials:
-            tracker._register(trial)
+            tracker.trial_added(trial)
         for step in range(1, steps + 1):
             for trial in trials:
                 result = {f"m{j}": step * 0.5 + j for j in range(metrics_per_report)}
-                result["training_iteration"] = step
-                tracker._on_result(trial, result)
+                result[ITERATION_KEY] = step
+                tracker.trial_reported(trial, result)
         assert tracker._flusher is not None
         tracker._flusher.drain(600)
         elapsed = time.perf_counter() - begin

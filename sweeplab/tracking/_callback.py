@@ -1,63 +1,67 @@
-"""The Ray Tune callback that feeds a :class:`SweepTracker` (imports Ray, so loaded lazily)."""
+"""The Ray Tune callback that feeds a :class:`SweepTracker` in plain Ray Tune (imports Ray).
+
+``sweeplab sweep`` does not use it: the engine's own Tune callback calls the tracker's event
+interface directly, with the live table and the sweep callbacks.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from sweeplab.engine._callbacks import SweepCallback, TrialView
-from sweeplab.engine._tune_events import TuneEvents
+from ray.tune import Callback
+
+from sweeplab.raycompat import trial_error_text
 
 if TYPE_CHECKING:
     from sweeplab.tracking._tracker import SweepTracker
 
+__all__ = ["MlflowTrialCallback"]
 
-class TrackerEvents(SweepCallback):
-    """The sweep's trial events, recorded by a tracker; runs on the driver, never blocks on I/O.
 
-    The tracker reads Tune's own record of each trial (its config as Tune holds it, its
-    folder for a resumed sweep's backfill, its error file), so its MLflow data stay those of
-    the Tune trial.
+class MlflowTrialCallback(Callback):
+    """Tune's callback for a tracker used with plain Ray Tune (``tracker.tune_callback()``).
+
+    Tune pickles its RunConfig (callbacks included) into the experiment folder. The tracker
+    holds threads and clients, so a restored copy of this callback is inert: a resumed sweep
+    passes a fresh ``tracker.tune_callback()`` instead (see docs/tracking.md).
     """
 
-    def __init__(self, tracker: SweepTracker) -> None:
-        self._tracker: Any = tracker
+    def __init__(self, tracker: SweepTracker | None) -> None:
+        self._tracker = tracker
 
-    def on_trial_add(self, trial: TrialView) -> None:
-        self._tracker._register(trial._tune_trial)
-
-    def on_trial_start(self, trial: TrialView) -> None:
-        self._tracker._on_start(trial._tune_trial)
-
-    def on_trial_retry(self, trial: TrialView) -> None:
-        self._tracker._on_recover(trial._tune_trial)
-
-    def on_trial_result(self, trial: TrialView, result: Mapping[str, Any]) -> None:
-        self._tracker._on_result(trial._tune_trial, result)
-
-    # The tracker tells a stopped trial from a complete one itself, from what it recorded
-    # (a resumed sweep's earlier results included).
-    def on_trial_complete(self, trial: TrialView) -> None:
-        self._tracker._on_complete(trial._tune_trial)
-
-    def on_trial_stop(self, trial: TrialView) -> None:
-        self._tracker._on_complete(trial._tune_trial)
-
-    def on_trial_error(self, trial: TrialView) -> None:
-        self._tracker._on_error(trial._tune_trial)
-
-
-class MlflowTrialCallback(TuneEvents):
-    """Tune's callback for a tracker used with plain Ray Tune (``tracker.tune_callback()``)."""
-
-    def __init__(self, tracker: SweepTracker) -> None:
-        super().__init__([TrackerEvents(tracker)], max_iterations=tracker.max_iterations)
-
-    # Tune pickles its RunConfig (callbacks included) into the experiment folder. The tracker
-    # holds threads and clients, so a restored copy of this callback is inert: a resumed sweep
-    # passes a fresh ``tracker.tune_callback()`` instead (see docs/tracking.md).
     def __getstate__(self) -> dict[str, Any]:
         return {}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        TuneEvents.__init__(self, [])
+        self._tracker = None
+
+    def on_step_begin(self, iteration: int, trials: list[Any], **info: Any) -> None:
+        if self._tracker is not None:
+            for trial in trials:
+                self._tracker.trial_added(trial)
+
+    def on_trial_start(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        if self._tracker is not None:
+            self._tracker.trial_started(trial)
+
+    def on_trial_restore(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        self.on_trial_start(iteration, trials, trial)
+
+    def on_trial_recover(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        if self._tracker is not None:
+            self._tracker.trial_retried(trial)
+
+    def on_trial_result(
+        self, iteration: int, trials: list[Any], trial: Any, result: Mapping[str, Any], **info: Any
+    ) -> None:
+        if self._tracker is not None:
+            self._tracker.trial_reported(trial, result)
+
+    def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        if self._tracker is not None:
+            self._tracker.trial_ended(trial)
+
+    def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        if self._tracker is not None:
+            self._tracker.trial_failed(trial, trial_error_text(trial))

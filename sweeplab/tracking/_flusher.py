@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sweeplab.keys import TRIAL_ID_TAG
+
 logger = logging.getLogger(__name__)
 
 MAX_METRICS_PER_BATCH = 1000  # mlflow.utils.validation.MAX_METRICS_PER_BATCH
@@ -368,7 +370,7 @@ class Flusher:
             [self._experiment_id],
             filter_string=(
                 f"tags.`{PARENT_TAG}` = '{self._parent_run_id}' "
-                f"and tags.`sweeplab.trial_id` = '{trial_id}'"
+                f"and tags.`{TRIAL_ID_TAG}` = '{trial_id}'"
             ),
             max_results=1,
         )

@@ -7,8 +7,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sweeplab.keys import STATUS_DIVERGED, STATUS_RUNNING
+
 RANK_BY = ("best", "last")
-DIVERGED = "diverged"
 MODES = ("min", "max")
 
 
@@ -35,7 +36,7 @@ class TrialRecord:
 
     trial_id: str
     run_id: str | None = None
-    status: str = "running"
+    status: str = STATUS_RUNNING
     config: dict[str, Any] = field(default_factory=dict)
     best_value: float | None = None
     last_value: float | None = None
@@ -64,7 +65,7 @@ class SweepSummary:
     @property
     def best(self) -> TrialRecord | None:
         """The best trial, or ``None`` when no trial reported the metric without diverging."""
-        if not self.trials or self.trials[0].status == DIVERGED:
+        if not self.trials or self.trials[0].status == STATUS_DIVERGED:
             return None
         value = self.trials[0].value(self.rank_by)
         return self.trials[0] if value is not None and math.isfinite(value) else None
@@ -121,7 +122,7 @@ def rank_trials(
 
     def key(record: TrialRecord) -> tuple[int, float, float, str]:
         value = record.value(rank_by)
-        if record.status == DIVERGED:
+        if record.status == STATUS_DIVERGED:
             return (2, 0.0, math.inf, record.trial_id)
         if value is None or not math.isfinite(value):
             return (1, 0.0, math.inf, record.trial_id)

@@ -11,11 +11,20 @@ from pathlib import Path
 from typing import Any
 
 from sweeplab.errors import SweeplabError
+from sweeplab.keys import (
+    BEST_TAG,
+    CONFIG_TAG,
+    RANK_TAG,
+    RESTARTS_TAG,
+    ROLE_SWEEP,
+    ROLE_TAG,
+    STATUS_TAG,
+    TRIAL_ID_TAG,
+)
 from sweeplab.tracking._flatten import unflatten
 from sweeplab.tracking._flusher import PARENT_TAG
 
-SWEEP_FILTER = "tags.`sweeplab.role` = 'sweep'"
-CONFIG_TAG = "sweeplab.config"
+SWEEP_FILTER = f"tags.`{ROLE_TAG}` = '{ROLE_SWEEP}'"
 
 
 class UnknownSweepError(SweeplabError, LookupError):
@@ -47,15 +56,23 @@ class SweepData:
     settings: dict[str, str] = field(default_factory=dict)
 
 
-def _client(tracking_uri: str | None) -> tuple[Any, str]:
+def resolve_tracking_uri(tracking_uri: str | None) -> str:
+    """The tracking URI asked for, or MLflow's own (``MLFLOW_TRACKING_URI``, else the default)."""
     import mlflow
+
+    return tracking_uri or mlflow.get_tracking_uri()
+
+
+def tracking_client(tracking_uri: str | None) -> tuple[Any, str]:
+    """An ``MlflowClient`` of the tracking store, and the store's resolved URI."""
     from mlflow import MlflowClient
 
-    uri = tracking_uri or mlflow.get_tracking_uri()
+    uri = resolve_tracking_uri(tracking_uri)
     return MlflowClient(uri), uri
 
 
-def _latest_parent(client: Any, name: str, uri: str) -> Any:
+def latest_sweep_run(client: Any, name: str, uri: str) -> Any:
+    """The parent run of the sweep `name`'s latest execution; `UnknownSweepError` if none."""
     experiment = client.get_experiment_by_name(name)
     runs = []
     if experiment is not None:
@@ -98,7 +115,7 @@ def list_sweeps(tracking_uri: str | None = None) -> Any:
     """
     import pandas as pd
 
-    client, _ = _client(tracking_uri)
+    client, _ = tracking_client(tracking_uri)
     rows = []
     for experiment in client.search_experiments():
         runs = client.search_runs(
@@ -129,7 +146,7 @@ def list_sweeps(tracking_uri: str | None = None) -> Any:
 
 
 def _best_from_parent(client: Any, parent: Any, uri: str) -> dict[str, Any]:
-    text = parent.data.tags.get("sweeplab.best")
+    text = parent.data.tags.get(BEST_TAG)
     if text is None:
         with tempfile.TemporaryDirectory() as tmp:
             try:
@@ -146,8 +163,8 @@ def best_trial(name: str, tracking_uri: str | None = None) -> dict[str, Any]:
     Raises:
         UnknownSweepError: No such sweep, or it has not finished ranking yet.
     """
-    client, uri = _client(tracking_uri)
-    parent = _latest_parent(client, name, uri)
+    client, uri = tracking_client(tracking_uri)
+    parent = latest_sweep_run(client, name, uri)
     best = _best_from_parent(client, parent, uri)
     if not best:
         raise UnknownSweepError(
@@ -161,15 +178,15 @@ def load_sweep(name: str, tracking_uri: str | None = None) -> SweepData:
     """Loads a sweep's latest execution: trials, learning curves and the best trial."""
     import pandas as pd
 
-    client, uri = _client(tracking_uri)
-    parent = _latest_parent(client, name, uri)
+    client, uri = tracking_client(tracking_uri)
+    parent = latest_sweep_run(client, name, uri)
     settings = dict(parent.data.params)
     metric, mode = settings.get("metric", ""), settings.get("mode", "min")
     rows, points = [], []
     for child in _children(client, parent):
         tags, run_id = child.data.tags, child.info.run_id
-        trial_id = tags.get("sweeplab.trial_id", run_id)
-        rank = int(tags["sweeplab.rank"]) if tags.get("sweeplab.rank") else None
+        trial_id = tags.get(TRIAL_ID_TAG, run_id)
+        rank = int(tags[RANK_TAG]) if tags.get(RANK_TAG) else None
         curve: dict[int, float] = {}
         for key in child.data.metrics:
             for point in client.get_metric_history(run_id, key):
@@ -190,12 +207,12 @@ def load_sweep(name: str, tracking_uri: str | None = None) -> SweepData:
         row = {
             "trial_id": trial_id,
             "run_id": run_id,
-            "status": tags.get("sweeplab.status", ""),
+            "status": tags.get(STATUS_TAG, ""),
             "rank": rank,
             "best": best,
             "last": curve[max(curve)] if curve else math.nan,
             "iterations": max(curve) if curve else 0,
-            "restarts": int(tags.get("sweeplab.restarts", "0") or 0),
+            "restarts": int(tags.get(RESTARTS_TAG, "0") or 0),
         }
         row.update({f"config.{k}": v for k, v in sorted(child.data.params.items())})
         rows.append(row)
@@ -252,7 +269,7 @@ class SweepRanking:
     trials: list[RankedConfig]
 
 
-def _check_store(uri: str, name: str) -> None:
+def check_sweep_store(uri: str, name: str) -> None:
     """A SQLite store that does not exist holds no sweep; reading it would create it."""
     if uri.startswith("sqlite:///"):
         path = Path(uri[len("sqlite:///") :])
@@ -294,23 +311,22 @@ def ranked_configs(name: str, tracking_uri: str | None = None) -> SweepRanking:
         UnknownSweepError: No sweep of that name. A SQLite store that does not exist is not
             created.
     """
-    import mlflow
 
-    _check_store(tracking_uri or mlflow.get_tracking_uri(), name)
-    client, uri = _client(tracking_uri)
-    parent = _latest_parent(client, name, uri)
+    check_sweep_store(resolve_tracking_uri(tracking_uri), name)
+    client, uri = tracking_client(tracking_uri)
+    parent = latest_sweep_run(client, name, uri)
     settings = parent.data.params
     metric = settings.get("metric", "")
     trials = []
     for child in _children(client, parent):
         tags = child.data.tags
-        if not tags.get("sweeplab.rank"):
+        if not tags.get(RANK_TAG):
             continue
         trials.append(
             RankedConfig(
-                rank=int(tags["sweeplab.rank"]),
-                trial_id=tags.get("sweeplab.trial_id", child.info.run_id),
-                status=tags.get("sweeplab.status", ""),
+                rank=int(tags[RANK_TAG]),
+                trial_id=tags.get(TRIAL_ID_TAG, child.info.run_id),
+                status=tags.get(STATUS_TAG, ""),
                 config=_trial_config(child),
                 last_value=child.data.metrics.get(metric),
             )

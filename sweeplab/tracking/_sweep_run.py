@@ -12,6 +12,20 @@ from pathlib import Path
 from typing import Any
 
 from sweeplab.errors import SweeplabError
+from sweeplab.keys import (
+    BEST_METRIC_TAG,
+    BEST_TAG,
+    BEST_TRIAL_ID_TAG,
+    METRIC_TAG,
+    RANK_BY_TAG,
+    ROLE_SWEEP,
+    ROLE_TAG,
+    SWEEP_TAG,
+    TAG_PREFIX,
+    TRIAL_ID_TAG,
+    TRIALS_TAG,
+    WARM_START_TAG,
+)
 from sweeplab.tracking._flatten import flatten, mask_secrets
 from sweeplab.tracking._flusher import (
     MAX_PARAM_LENGTH,
@@ -75,9 +89,9 @@ class ParentRun:
         run = client.create_run(
             self.experiment_id,
             tags={
-                "sweeplab.role": "sweep",
-                "sweeplab.sweep": self.sweep_name,
-                "sweeplab.rank_by": self.rank_by,
+                ROLE_TAG: ROLE_SWEEP,
+                SWEEP_TAG: self.sweep_name,
+                RANK_BY_TAG: self.rank_by,
             },
             run_name=f"{self.sweep_name}-{time.strftime('%Y%m%d-%H%M%S')}",
         )
@@ -106,7 +120,7 @@ class ParentRun:
         for child in search_all(
             client, self.experiment_id, f"tags.`{PARENT_TAG}` = '{self.run_id}'"
         ):
-            trial_id = child.data.tags.get("sweeplab.trial_id")
+            trial_id = child.data.tags.get(TRIAL_ID_TAG)
             if trial_id and trial_id not in existing:
                 existing[trial_id] = child
         return existing
@@ -119,7 +133,7 @@ class ParentRun:
 
     def log_warm_start(self, source: str, document: Mapping[str, Any]) -> None:
         assert self.run_id is not None
-        self.client.set_tag(self.run_id, "sweeplab.warm_start", source[:MAX_TAG_LENGTH])
+        self.client.set_tag(self.run_id, WARM_START_TAG, source[:MAX_TAG_LENGTH])
         self.client.log_dict(self.run_id, dict(document), "warm_start.json")
 
     def record_best(self, best: TrialRecord | None, doc: Mapping[str, Any], trials: int) -> None:
@@ -128,11 +142,11 @@ class ParentRun:
 
         client, parent = self.client, self.run_id
         assert parent is not None
-        tags = {"sweeplab.rank_by": self.rank_by, "sweeplab.trials": str(trials)}
+        tags = {RANK_BY_TAG: self.rank_by, TRIALS_TAG: str(trials)}
         stored = {k: v for k, v in doc.items() if k != "tracking_uri"}
         text = json.dumps(stored)
         if len(text) <= MAX_TAG_LENGTH:
-            tags["sweeplab.best"] = text
+            tags[BEST_TAG] = text
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp, BEST_CONFIG_FILE)
             path.write_text(json.dumps(stored, indent=2))
@@ -141,8 +155,8 @@ class ParentRun:
             client.log_batch(parent, tags=[RunTag(k, v) for k, v in tags.items()])
             return
         value = best.value(self.rank_by)
-        tags["sweeplab.best_metric"] = repr(value)
-        tags["sweeplab.best_trial_id"] = best.trial_id
+        tags[BEST_METRIC_TAG] = repr(value)
+        tags[BEST_TRIAL_ID_TAG] = best.trial_id
         params = {"best_trial_id": best.trial_id}
         params.update({f"best.{k}": str(v) for k, v in flatten(best.config).items()})
         existing = client.get_run(parent).data.params
@@ -151,7 +165,7 @@ class ParentRun:
         ]
         if conflicting:  # a resumed sweep found a new best; params cannot change
             logger.warning("Parent run already has different %s; kept as tags.", conflicting)
-            tags.update({f"sweeplab.{k}": params.pop(k) for k in conflicting})
+            tags.update({f"{TAG_PREFIX}{k}": params.pop(k) for k in conflicting})
         items = [Param(k, v[:MAX_PARAM_LENGTH]) for k, v in params.items() if k not in existing]
         batch = MAX_PARAMS_TAGS_PER_BATCH
         for start in range(0, max(len(items), 1), batch):
@@ -189,10 +203,10 @@ class ParentRun:
             source=source,
             run_id=self.run_id,
             tags={
-                "sweeplab.sweep": self.sweep_name,
-                "sweeplab.trial_id": best.trial_id,
-                "sweeplab.metric": self.metric,
-                f"sweeplab.{self.metric}": repr(best.value(self.rank_by)),
+                SWEEP_TAG: self.sweep_name,
+                TRIAL_ID_TAG: best.trial_id,
+                METRIC_TAG: self.metric,
+                f"{TAG_PREFIX}{self.metric}": repr(best.value(self.rank_by)),
             },
         )
 

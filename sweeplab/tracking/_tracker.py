@@ -11,7 +11,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sweeplab.errors import SweeplabError
 from sweeplab.tracking._flusher import Flusher
@@ -21,6 +21,7 @@ from sweeplab.tracking._ranking import (
     _check,
     best_config_document,
 )
+from sweeplab.tracking._read import resolve_tracking_uri
 from sweeplab.tracking._sweep_run import (
     BEST_CONFIG_FILE,
     PARENT_RUN_FILE,
@@ -28,10 +29,7 @@ from sweeplab.tracking._sweep_run import (
     TrackingError,
     with_retries,
 )
-from sweeplab.tracking._trials import TrialEvents, _TrialState
-
-if TYPE_CHECKING:
-    from sweeplab.engine import ResolvedSweep
+from sweeplab.tracking._trials import TrialEvents
 
 __all__ = ["BEST_CONFIG_FILE", "PARENT_RUN_FILE", "SweepTracker", "TrackingError"]
 
@@ -39,12 +37,6 @@ logger = logging.getLogger(__name__)
 
 UNDELIVERED_FILE = "mlflow_undelivered.jsonl"
 RUN_STATUSES = ("FINISHED", "FAILED", "KILLED")
-
-
-def _resolve_uri(tracking_uri: str | None) -> str:
-    import mlflow
-
-    return tracking_uri or mlflow.get_tracking_uri()
 
 
 class SweepTracker:
@@ -114,31 +106,6 @@ class SweepTracker:
         self._flusher: Flusher | None = None
         self._resolved_uri = ""
 
-    @classmethod
-    def for_sweep(cls, resolved: ResolvedSweep) -> SweepTracker:
-        """The tracker of one execution of a sweep, as the engine records it.
-
-        Args:
-            resolved: The execution's settings; its recorded settings become the parent run's
-                params, and its run folder holds the parent run id and ``best_config.json``.
-        """
-        return cls(
-            tracking_uri=resolved.tracking_uri,
-            sweep_name=resolved.name,
-            storage_dir=resolved.run_dir,
-            metric=resolved.metric,
-            mode=resolved.mode,
-            rank_by=resolved.rank_by,
-            settings=resolved.recorded_settings(),
-            spec_path=resolved.spec_path,
-            space_yaml=resolved.sweep.space.to_yaml(),
-            config_decoder=resolved.config_decoder(),
-            scheduler_name=resolved.scheduler,
-            max_iterations=resolved.max_iterations,
-            resume=resolved.resume,
-            register_model=resolved.register_model,
-        )
-
     # -- lifecycle ---------------------------------------------------------------------------
 
     def _new_client(self) -> Any:
@@ -148,7 +115,7 @@ class SweepTracker:
 
     def start(self) -> None:
         """Creates the experiment and the parent run, or reopens them with ``resume=True``."""
-        self._resolved_uri = _resolve_uri(self.tracking_uri)
+        self._resolved_uri = resolve_tracking_uri(self.tracking_uri)
         parent = ParentRun(
             self._new_client(),
             sweep_name=self.sweep_name,
@@ -235,30 +202,39 @@ class SweepTracker:
 
         return MlflowTrialCallback(self)
 
-    # -- events (driver thread), fed by the Tune callback -------------------------------------
+    # -- events (driver thread): the tracker's own interface ------------------------------------
+    # The engine's Tune callback (or, with plain Ray Tune, `tune_callback()`) calls these with
+    # Tune's own record of the trial: its config as Tune holds it, its folder for a resumed
+    # sweep's backfill. None of them blocks on I/O: the flusher delivers.
 
     def _trial_events(self) -> TrialEvents:
         if self._events is None:
             raise TrackingError("SweepTracker.start() must be called before trial events.")
         return self._events
 
-    def _register(self, trial: Any) -> _TrialState:
-        return self._trial_events().register(trial)
+    def trial_added(self, trial: Any) -> None:
+        """The sweep learned of `trial` (a Tune trial): sampled, or found by a resumed sweep."""
+        self._trial_events().register(trial)
 
-    def _on_start(self, trial: Any) -> None:
+    def trial_started(self, trial: Any) -> None:
+        """`trial` started, or resumed after a pause, a retry or a resumed sweep."""
         self._trial_events().on_start(trial)
 
-    def _on_recover(self, trial: Any) -> None:
+    def trial_retried(self, trial: Any) -> None:
+        """`trial` failed and will restart from its latest checkpoint."""
         self._trial_events().on_recover(trial)
 
-    def _on_result(self, trial: Any, result: Mapping[str, Any]) -> None:
+    def trial_reported(self, trial: Any, result: Mapping[str, Any]) -> None:
+        """`trial` reported `result` (its metrics, with Tune's ``training_iteration``)."""
         self._trial_events().on_result(trial, result)
 
-    def _on_complete(self, trial: Any) -> None:
+    def trial_ended(self, trial: Any) -> None:
+        """`trial` ended: finished, stopped early or diverged, told apart from its results."""
         self._trial_events().on_complete(trial)
 
-    def _on_error(self, trial: Any) -> None:
-        self._trial_events().on_error(trial)
+    def trial_failed(self, trial: Any, error: str | None) -> None:
+        """`trial` failed for good; `error` is its error file's text, if any."""
+        self._trial_events().on_error(trial, error)
 
     def note_exploit(
         self, trial_id: str, donor_id: str, iteration: int, new_config: dict[str, Any]

@@ -17,7 +17,29 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sweeplab._numbers import is_number
-from sweeplab.engine._ray_compat import TUNE_DUPLICATE_RESULT_KEY
+from sweeplab.keys import (
+    CHECKPOINT_PATH_KEY,
+    CONFIG_TAG,
+    ERROR_TAG,
+    GROUP_RESTARTS_KEY,
+    ITERATION_KEY,
+    PBT_DONOR_TAG,
+    PBT_LINEAGE_TAG,
+    RANK_TAG,
+    RESTARTS_TAG,
+    ROLE_TAG,
+    ROLE_TRIAL,
+    STATUS_DIVERGED,
+    STATUS_ERRORED,
+    STATUS_FINISHED,
+    STATUS_RUNNING,
+    STATUS_STOPPED_EARLY,
+    STATUS_TAG,
+    STOPPED_AT_ITERATION_TAG,
+    STOPPED_BY_TAG,
+    TRIAL_ID_TAG,
+    TUNE_DUPLICATE_RESULT_KEY,
+)
 from sweeplab.tracking._flatten import flatten, mask_secrets
 from sweeplab.tracking._flusher import MAX_TAG_LENGTH, MetricPoint
 from sweeplab.tracking._ranking import SweepSummary, TrialRecord, rank_trials
@@ -28,7 +50,7 @@ RUN_NAME_TAG = "mlflow.runName"
 # ``time_total_s`` is deliberately logged.
 TUNE_BOOKKEEPING_KEYS = frozenset(
     {
-        "training_iteration",
+        ITERATION_KEY,
         "time_this_iter_s",
         "timestamp",
         "done",
@@ -46,7 +68,7 @@ TUNE_BOOKKEEPING_KEYS = frozenset(
         "timesteps_total",
         "episodes_total",
         "checkpoint_dir_name",
-        "checkpoint_path",
+        CHECKPOINT_PATH_KEY,
         "should_checkpoint",
         TUNE_DUPLICATE_RESULT_KEY,
     }
@@ -104,7 +126,7 @@ class _NoRuns:
 class _TrialState:
     trial_id: str
     config: dict[str, Any]
-    status: str = "running"
+    status: str = STATUS_RUNNING
     restarts: int = 0
     group_restarts: int = 0  # worker-group restarts inside the trial (Train's max_failures)
     iterations: int = 0
@@ -186,9 +208,9 @@ class TrialEvents:
         if existing is not None:
             tags = existing.data.tags
             state.run_id = existing.info.run_id
-            state.status = tags.get("sweeplab.status", "running")
-            state.restarts = int(tags.get("sweeplab.restarts", "0") or 0)
-            state.lineage = [s for s in tags.get("sweeplab.pbt.lineage", "").split("; ") if s]
+            state.status = tags.get(STATUS_TAG, STATUS_RUNNING)
+            state.restarts = int(tags.get(RESTARTS_TAG, "0") or 0)
+            state.lineage = [s for s in tags.get(PBT_LINEAGE_TAG, "").split("; ") if s]
             self.sink.add_run(
                 trial.trial_id, tags={}, params={}, existing_run_id=existing.info.run_id
             )
@@ -197,10 +219,10 @@ class TrialEvents:
                 trial.trial_id,
                 run_name=trial.trial_id,
                 tags={
-                    "sweeplab.role": "trial",
-                    "sweeplab.trial_id": trial.trial_id,
-                    "sweeplab.status": "running",
-                    "sweeplab.restarts": "0",
+                    ROLE_TAG: ROLE_TRIAL,
+                    TRIAL_ID_TAG: trial.trial_id,
+                    STATUS_TAG: STATUS_RUNNING,
+                    RESTARTS_TAG: "0",
                 },
                 params={k: str(v) for k, v in flatten(config).items()},
             )
@@ -227,30 +249,30 @@ class TrialEvents:
 
     def on_start(self, trial: Any) -> None:
         state = self.register(trial)
-        if state.status != "running" or state.run_id is not None:
-            state.status = "running"
+        if state.status != STATUS_RUNNING or state.run_id is not None:
+            state.status = STATUS_RUNNING
             self.sink.reopen(trial.trial_id)
-        self.sink.set_tags(trial.trial_id, {"sweeplab.status": "running"})
+        self.sink.set_tags(trial.trial_id, {STATUS_TAG: STATUS_RUNNING})
 
     def on_recover(self, trial: Any) -> None:
         state = self.register(trial)
         state.restarts += 1
         self.sink.set_tags(
-            trial.trial_id, {"sweeplab.restarts": str(state.restarts + state.group_restarts)}
+            trial.trial_id, {RESTARTS_TAG: str(state.restarts + state.group_restarts)}
         )
 
     def on_result(self, trial: Any, result: Mapping[str, Any]) -> None:
         self.ingest(self.register(trial), result)
 
     def ingest(self, state: _TrialState, result: Mapping[str, Any]) -> None:
-        step = int(result.get("training_iteration") or state.iterations + 1)
+        step = int(result.get(ITERATION_KEY) or state.iterations + 1)
         timestamp = int(float(result.get("timestamp") or time.time()) * 1000)
         metrics = result_metrics(result)
-        group_restarts = result.get("sweeplab_group_restarts")
+        group_restarts = result.get(GROUP_RESTARTS_KEY)
         if isinstance(group_restarts, int) and group_restarts > state.group_restarts:
             state.group_restarts = group_restarts
             total = state.restarts + state.group_restarts
-            self.sink.set_tags(state.trial_id, {"sweeplab.restarts": str(total)})
+            self.sink.set_tags(state.trial_id, {RESTARTS_TAG: str(total)})
         points: list[MetricPoint] = [(k, v, timestamp, step) for k, v in metrics.items()]
         if points:
             self.sink.log_metrics(state.trial_id, points)
@@ -258,7 +280,7 @@ class TrialEvents:
         # later report (the trial's present lineage) wins.
         if self.metric in metrics:
             state.values[step] = metrics[self.metric]
-        checkpoint = result.get("checkpoint_path")
+        checkpoint = result.get(CHECKPOINT_PATH_KEY)
         if isinstance(checkpoint, str) and checkpoint:
             state.checkpoints[step] = checkpoint
         state.iterations = step
@@ -274,32 +296,32 @@ class TrialEvents:
         stopped = state.stopped_at_result
         reached = self.max_iterations is not None and state.iterations >= self.max_iterations
         last = state.values.get(state.iterations)
-        tags = {"sweeplab.restarts": str(state.restarts + state.group_restarts)}
+        tags = {RESTARTS_TAG: str(state.restarts + state.group_restarts)}
         run_status = "FINISHED"
         if last is not None and not math.isfinite(last):
-            state.status = "diverged"
-            tags["sweeplab.stopped_by"] = "divergence"
-            tags["sweeplab.stopped_at_iteration"] = str(state.iterations)
+            state.status = STATUS_DIVERGED
+            tags[STOPPED_BY_TAG] = "divergence"
+            tags[STOPPED_AT_ITERATION_TAG] = str(state.iterations)
             run_status = "FAILED"
         elif reached or not stopped:
-            state.status = "finished"
+            state.status = STATUS_FINISHED
         else:
-            state.status = "stopped_early"
-            tags["sweeplab.stopped_by"] = self.scheduler_name
-            tags["sweeplab.stopped_at_iteration"] = str(state.iterations)
-        tags["sweeplab.status"] = state.status
+            state.status = STATUS_STOPPED_EARLY
+            tags[STOPPED_BY_TAG] = self.scheduler_name
+            tags[STOPPED_AT_ITERATION_TAG] = str(state.iterations)
+        tags[STATUS_TAG] = state.status
         self.sink.set_tags(trial.trial_id, tags)
         self.sink.end_run(trial.trial_id, run_status)
 
-    def on_error(self, trial: Any) -> None:
+    def on_error(self, trial: Any, error: str | None) -> None:
         state = self.register(trial)
-        state.status = "errored"
+        state.status = STATUS_ERRORED
         self.sink.set_tags(
             trial.trial_id,
             {
-                "sweeplab.status": "errored",
-                "sweeplab.error": _error_text(trial),
-                "sweeplab.restarts": str(state.restarts + state.group_restarts),
+                STATUS_TAG: STATUS_ERRORED,
+                ERROR_TAG: _error_tag(error),
+                RESTARTS_TAG: str(state.restarts + state.group_restarts),
             },
         )
         self.sink.end_run(trial.trial_id, "FAILED")
@@ -325,18 +347,18 @@ class TrialEvents:
             if is_number(value):
                 points.append((f"config.{key}", float(value), timestamp, iteration))
             elif previous.get(key) != value:
-                tags[f"sweeplab.config.{key}@{iteration}"] = str(value)
+                tags[f"{CONFIG_TAG}.{key}@{iteration}"] = str(value)
         state.config_changes.append((iteration, nested))
         state.lineage.append(f"step {iteration}: from {donor_id}")
-        tags["sweeplab.pbt.donor"] = donor_id
-        tags["sweeplab.pbt.lineage"] = "; ".join(state.lineage)
+        tags[PBT_DONOR_TAG] = donor_id
+        tags[PBT_LINEAGE_TAG] = "; ".join(state.lineage)
         self.sink.log_metrics(trial_id, points)
         self.sink.set_tags(trial_id, tags)
 
     def end_running(self, status: str) -> None:
         """Ends the child runs of trials still running when the sweep ends with ``status``."""
         for state in self.trials.values():
-            if state.status == "running":
+            if state.status == STATUS_RUNNING:
                 self.sink.end_run(state.trial_id, "KILLED" if status != "FAILED" else "FAILED")
 
     def records(self) -> list[TrialRecord]:
@@ -376,12 +398,12 @@ class TrialEvents:
         width = max(2, len(str(len(ranked))))
         for record in ranked:
             tags = {
-                "sweeplab.rank": str(record.rank),
+                RANK_TAG: str(record.rank),
                 RUN_NAME_TAG: ranked_run_name(record, self.metric, self.rank_by, width),
             }
             config = json.dumps(record.config, default=str)
             if len(config) <= MAX_TAG_LENGTH:  # longer ones are read back from the params
-                tags["sweeplab.config"] = config
+                tags[CONFIG_TAG] = config
             self.sink.set_tags(record.trial_id, tags)
         return ranked
 
@@ -394,7 +416,6 @@ class _FinishedTrial:
     config: dict[str, Any]
     path: str | None
     local_path: str | None = None
-    error_file: str | None = None
 
 
 def rank_tune_results(
@@ -435,7 +456,7 @@ def rank_tune_results(
         if not state.iterations and result.metrics:  # no result.json: Tune's last result
             events.ingest(state, result.metrics)
         if result.error is not None:
-            events.on_error(trial)
+            events.on_error(trial, None)
         else:
             events.on_complete(trial)
     return SweepSummary(
@@ -458,14 +479,9 @@ def _checkpoint_at(checkpoints: Mapping[int, str], step: int | None) -> str | No
     return existing[max(existing)]
 
 
-def _error_text(trial: Any) -> str:
-    text = ""
-    try:
-        if trial.error_file and Path(trial.error_file).exists():
-            text = Path(trial.error_file).read_text(errors="replace")
-    except OSError:
-        pass
-    lines = [line for line in text.splitlines() if line.strip()]
+def _error_tag(text: str | None) -> str:
+    """The error's last line, then its text, in MLflow's tag limit."""
+    lines = [line for line in (text or "").splitlines() if line.strip()]
     if not lines:
         return "unknown error"
     last = lines[-1].strip()

@@ -14,7 +14,7 @@ from rich.console import Console
 from sweeplab.engine import TrialView
 from sweeplab.engine._display import LiveTable
 from sweeplab.engine._divergence import DivergenceStopper, diverged
-from sweeplab.engine._tune_events import TuneEvents
+from sweeplab.engine._events import SweepEvents
 
 
 @pytest.mark.parametrize(
@@ -69,7 +69,7 @@ class _Ends:
 @pytest.mark.parametrize("bad", [math.nan, math.inf])
 def test_a_diverged_trial_is_told_as_a_stop_with_its_status(bad: float, tmp_path: Path) -> None:
     recorder = _Ends()
-    events = TuneEvents([recorder], max_iterations=4, metric="loss")  # type: ignore[list-item]
+    events = SweepEvents([recorder], max_iterations=4, metric="loss")  # type: ignore[list-item]
     for trial_id, losses in (("bad", [0.5, bad]), ("ok", [0.5, 0.4]), ("late", [0.5] * 3 + [bad])):
         trial = _trial(trial_id, tmp_path)
         events.on_trial_start(0, [], trial)

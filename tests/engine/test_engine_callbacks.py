@@ -80,10 +80,10 @@ def tune_trial(trial_id: str, tmp_path: Path, **fields: Any) -> Any:
 
 
 def run_events(tmp_path: Path, **adapter: Any) -> Recorder:
-    from sweeplab.engine._tune_events import TuneEvents
+    from sweeplab.engine._events import SweepEvents
 
     recorder = Recorder()
-    events = TuneEvents([recorder], max_iterations=4, **adapter)
+    events = SweepEvents([recorder], max_iterations=4, **adapter)
     done, stopped, short, failed = (
         tune_trial(t, tmp_path) for t in ("done", "stop", "short", "err")
     )
@@ -135,7 +135,7 @@ def test_adapter_decodes_the_config(tmp_path: Path) -> None:
 # --- scheduler traits and actor reuse ------------------------------------------------------
 
 
-def schedulers() -> list[tuple[str, Any, tuple[bool, bool]]]:
+def schedulers() -> list[tuple[str, Any, tuple[bool, bool] | None]]:
     from ray.tune.schedulers import (
         ASHAScheduler,
         FIFOScheduler,
@@ -146,7 +146,7 @@ def schedulers() -> list[tuple[str, Any, tuple[bool, bool]]]:
         TrialScheduler,
     )
 
-    from sweeplab.engine._pbt import LineagePBT
+    from sweeplab.strategies import LineagePBT
 
     class Custom(TrialScheduler):
         pass
@@ -169,48 +169,47 @@ def schedulers() -> list[tuple[str, Any, tuple[bool, bool]]]:
         ("bohb", HyperBandForBOHB(max_t=4), (True, False)),
         ("pbt", PopulationBasedTraining(**pbt), (True, True)),
         ("lineage pbt", LineagePBT(exploit_dir="x", **pbt), (True, True)),
-        ("unknown", Custom(), (True, False)),
-        ("fifo subclass", MyFIFO(), (True, False)),
+        # Traits are never guessed: another class must declare them (see tests/strategies).
+        ("unknown", Custom(), None),
+        ("fifo subclass", MyFIFO(), None),
     ]
 
 
 def test_scheduler_traits_come_from_the_class() -> None:
-    from sweeplab.engine._strategy import scheduler_traits
+    from sweeplab.strategies import scheduler_traits
 
-    for name, scheduler, (pauses, exploits) in schedulers():
+    for name, scheduler, expected in schedulers():
+        if expected is None:
+            with pytest.raises(sweeplab.SpecError, match="`scheduler`"):
+                scheduler_traits(scheduler)
+            continue
         traits = scheduler_traits(scheduler)
-        assert (traits.pauses, traits.exploits) == (pauses, exploits), name
+        assert (traits.pauses, traits.exploits) == expected, name
 
 
 @pytest.mark.parametrize(
-    ("workers", "slots", "reuse"),
-    [(1, (), True), (2, ("slot-0", "slot-1"), True), (2, (), False)],
+    ("workers", "reuse_groups", "reuse"),
+    [(1, True, True), (2, True, True), (2, False, False)],
     ids=["one-worker", "slots", "group-per-trial"],
 )
 def test_trial_actors_are_reused_unless_each_trial_starts_a_group(
-    workers: int, slots: tuple[str, ...], reuse: bool
+    workers: int, reuse_groups: bool, reuse: bool
 ) -> None:
     """Under every scheduler: a paused trial's next segment takes a kept actor (see
     `ResumeWhenStalled`); only a per-trial group's driver, which aborts its group, is not."""
-    from sweeplab.engine._driver import TrialSettings
-    from sweeplab.engine._runner import _reuse_actors
+    from sweeplab.engine import ResolvedSweep
+    from sweeplab.spec import Sweep
 
-    settings = TrialSettings(
+    sweep = Sweep(
+        name="s",
         train_func=lambda config: None,
-        decode=dict,
+        space={"x": 1},
         metric="loss",
         mode="min",
-        num_workers=workers,
-        use_gpu=False,
-        resources_per_worker={"CPU": 1},
-        placement_strategy="PACK",
-        checkpoints_to_keep=1,
-        max_failures=0,
-        metrics_from="rank0",
-        train_storage="unused",
-        slots=slots,
+        workers_per_trial=workers,
+        reuse_groups=reuse_groups,
     )
-    assert _reuse_actors(settings) is reuse
+    assert ResolvedSweep.trial_mode_of(sweep).reuses_trial_actors is reuse
 
 
 @pytest.mark.slow

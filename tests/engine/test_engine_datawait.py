@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from toy_spec import progress_rows
 
-from sweeplab.engine._datawait import DATA_WAIT_KEY, METER, WaitMeter, install
+from sweeplab.engine._datawait import METER, WaitMeter, install
 from sweeplab.engine._display import LiveTable
-from sweeplab.engine._ray_compat import prepared_data_loader
+from sweeplab.keys import DATA_WAIT_KEY
+from sweeplab.raycompat import prepared_data_loader
 
 
 class FakeClock:

@@ -11,7 +11,7 @@ import pytest
 from sweeplab import Sweep, grid, uniform
 from sweeplab.engine import ResolvedSweep, SweepOptions, apply_options, plan_resources
 from sweeplab.engine._driver import TrialSettings
-from sweeplab.tracking import SweepTracker
+from sweeplab.engine._sinks import tracker_for
 
 
 def train_func(config: dict[str, Any]) -> None:
@@ -100,7 +100,7 @@ def test_trial_settings_come_from_the_resolved_sweep(tmp_path: Path, slots: tupl
 
 def test_the_tracker_records_the_resolved_settings(tmp_path: Path) -> None:
     resolved = resolve(tmp_path)
-    tracker = SweepTracker.for_sweep(resolved)
+    tracker = tracker_for(resolved)
     assert tracker.sweep_name == "renamed"
     assert tracker.storage_dir == resolved.run_dir
     assert (tracker.rank_by, tracker.scheduler_name, tracker.resume) == ("last", "asha", True)

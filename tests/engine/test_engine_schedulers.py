@@ -12,9 +12,9 @@ from toy_spec import progress_rows as results
 from toy_spec import run_toy_sweep as sweep
 from toy_spec import trial_errors
 
-from sweeplab.engine import SweepOutcome, trial_plan
-from sweeplab.engine._plan import hyperband_brackets
+from sweeplab.engine import ResolvedSweep, SweepOutcome, trial_plan
 from sweeplab.spec import Sweep
+from sweeplab.strategies import hyperband_brackets
 
 
 def _toy(**fields: Any) -> Sweep:
@@ -57,7 +57,7 @@ def test_hyperband_brackets_match_tunes_scheduler() -> None:
     """The plan fills brackets as Tune's HyperBand does when it is given the trials."""
     import re
 
-    from sweeplab.engine._hyperband import HyperBand
+    from sweeplab.strategies import HyperBand
 
     for num_trials, max_t in [(9, 9), (17, 9), (30, 27), (9, 6), (5, 10)]:
         scheduler = HyperBand(metric="loss", mode="min", max_t=max_t, reduction_factor=3)
@@ -68,20 +68,23 @@ def test_hyperband_brackets_match_tunes_scheduler() -> None:
 
 
 def test_preview_lines_say_what_the_scheduler_does() -> None:
+    sweep = _toy(scheduler="pbt", num_trials=8, max_iterations=12)
+    mode = ResolvedSweep.trial_mode_of(sweep)
     _, _, summary = trial_plan(
-        _toy(scheduler="pbt", num_trials=8, max_iterations=12), concurrency=2
+        sweep, concurrency=2, waiting_holds_nothing=mode.waiting_holds_nothing
     )
     assert summary.startswith("PBT: population 8, 2 at a time, synchronous rounds every 3 ")
     assert "group per trial" not in summary
+    sweep = _toy(
+        scheduler="pbt",
+        num_trials=8,
+        max_iterations=12,
+        workers_per_trial=2,
+        reuse_groups=False,
+    )
+    mode = ResolvedSweep.trial_mode_of(sweep)
     _, _, summary = trial_plan(
-        _toy(
-            scheduler="pbt",
-            num_trials=8,
-            max_iterations=12,
-            workers_per_trial=2,
-            reuse_groups=False,
-        ),
-        concurrency=2,
+        sweep, concurrency=2, waiting_holds_nothing=mode.waiting_holds_nothing
     )
     assert summary.startswith("PBT: population 8, synchronous rounds every 3 ")
     assert summary.endswith("compares only the 2 trial(s) that run at once)")
@@ -153,7 +156,7 @@ def test_hyperband_resumes_when_a_trial_ends_before_its_rung(fixed: bool) -> Non
     """Tune's HyperBand leaves the trials paused for one that ended early; ours resumes them."""
     from ray.tune.schedulers import HyperBandScheduler
 
-    from sweeplab.engine._hyperband import HyperBand
+    from sweeplab.strategies import HyperBand
 
     cls = HyperBand if fixed else HyperBandScheduler
     controller = _Controller(cls(metric="loss", mode="min", max_t=9, reduction_factor=3))
@@ -178,7 +181,7 @@ def test_hyperband_resumes_when_a_trial_ends_before_its_rung(fixed: bool) -> Non
 
 def test_paused_trials_resume_only_below_the_concurrency() -> None:
     """A resume waits while `max_running` trials run: Tune would start a process for it."""
-    from sweeplab.engine._hyperband import HyperBand
+    from sweeplab.strategies import HyperBand
 
     scheduler = HyperBand(
         metric="loss", mode="min", max_t=9, reduction_factor=3, max_running=2, keep_idle_actors=True
@@ -212,7 +215,7 @@ def test_trials_that_pause_together_keep_their_actors(kept: bool) -> None:
     trial did, before a resume takes the first actor, and Tune stopped its actor; the next
     resume then started a new process and the trials ran one at a time meanwhile.
     """
-    from sweeplab.engine._ray_compat import keep_idle_trial_actors
+    from sweeplab.raycompat import keep_idle_trial_actors
 
     controller = _Controller(scheduler=None)
     wrapper = types.SimpleNamespace(_tune_controller=controller)  # what a scheduler is handed
@@ -239,7 +242,7 @@ def test_trials_that_pause_together_keep_their_actors(kept: bool) -> None:
 def test_trials_created_up_front_only_where_waiting_holds_nothing(
     pauses: bool, free: bool, limit: int
 ) -> None:
-    from sweeplab.engine._strategy import SchedulerTraits, tune_trial_limit
+    from sweeplab.strategies import SchedulerTraits, tune_trial_limit
 
     traits = SchedulerTraits(pauses=pauses, exploits=False)
     assert (

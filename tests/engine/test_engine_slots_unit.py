@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sweeplab.engine._slots import CONTINUE, LEAVE, SlotHost, describe_slots, uses_slots
+from sweeplab.engine.slots import CONTINUE, LEAVE, SlotHost
 from sweeplab.spec import Sweep
 
 
@@ -162,37 +162,6 @@ def test_a_restarted_group_continues_the_trial_from_its_latest_checkpoint(
     assert again.checkpoint == str(folder) and again.generation == 1
     # A report of the old generation is refused; the restarts reach the next result.
     assert host.report(seq, 0, 5, 1, {"loss": 9.0}, None) == LEAVE
-
-
-def test_uses_slots_table() -> None:
-    table = [
-        (True, 2, True),
-        (True, 1, False),
-        (False, 2, False),
-        (True, (1, 2), False),
-    ]
-    for reuse, workers, expected in table:
-        assert uses_slots(reuse_groups=reuse, workers_per_trial=workers) is expected, (
-            reuse,
-            workers,
-        )
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "text"),
-    [
-        ({"workers_per_trial": 2}, "3 warm trial slot(s)"),
-        ({"workers_per_trial": 1, "scheduler": "pbt"}, "reused trial actor"),
-        ({"workers_per_trial": 1}, "reused trial actor"),
-        ({"workers_per_trial": 2, "reuse_groups": False}, "reuse_groups=False"),
-        ({"workers_per_trial": (1, 2)}, "elastic"),
-    ],
-)
-def test_describe_slots(kwargs: dict[str, Any], text: str) -> None:
-    sweep = Sweep(
-        name="s", train_func=lambda config: None, space={"x": 1}, metric="m", mode="min", **kwargs
-    )
-    assert text in describe_slots(sweep, 3)
 
 
 def test_reuse_groups_must_be_a_bool() -> None:

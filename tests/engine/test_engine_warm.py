@@ -11,9 +11,9 @@ from toy_spec import progress_rows, record_sweep, run_toy_sweep
 
 from sweeplab import SpecError, Sweep, choice, grid, loguniform, quniform, randint, uniform
 from sweeplab.engine import WarmStartPlan, plan_warm_start
-from sweeplab.engine._ray_compat import hyperopt_trials, optuna_study
-from sweeplab.engine._strategy import build_search
+from sweeplab.engine._search import build_search
 from sweeplab.engine._warm import default_top
+from sweeplab.raycompat import hyperopt_trials, optuna_study
 from sweeplab.space import decode_config
 
 

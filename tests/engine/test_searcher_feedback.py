@@ -14,15 +14,15 @@ from typing import Any
 import pytest
 
 from sweeplab import Sweep, choice, loguniform, uniform
-from sweeplab.engine._ray_compat import hyperopt_trials, optuna_study
-from sweeplab.engine._searcher_feedback import (
+from sweeplab.engine._search import build_search
+from sweeplab.engine._warm import WarmConfig, WarmStartPlan
+from sweeplab.raycompat import hyperopt_trials, optuna_study
+from sweeplab.strategies import (
     OutcomeLog,
     TrialFeedbackSearcher,
     TrialOutcome,
     hyperopt_loss,
 )
-from sweeplab.engine._strategy import build_search
-from sweeplab.engine._warm import WarmConfig, WarmStartPlan
 
 MAX = 4
 SPACE = {"lr": loguniform(1e-4, 1e-1), "opt": choice({"sgd": {"m": uniform(0, 0.9)}, "adam": {}})}

@@ -141,8 +141,8 @@ def record_sweep(uri: str, storage: Path, name: str, trials: list[tuple]) -> Non
         trial = SimpleNamespace(
             trial_id=trial_id, config=config, local_path=None, path=None, error_file=None
         )
-        tracker._on_start(trial)
+        tracker.trial_started(trial)
         for step, loss in enumerate(losses, start=1):
-            tracker._on_result(trial, {"loss": loss, "training_iteration": step})
-        (tracker._on_error if errored else tracker._on_complete)(trial)
+            tracker.trial_reported(trial, {"loss": loss, "training_iteration": step})
+        tracker.trial_failed(trial, None) if errored else tracker.trial_ended(trial)
     tracker.finish()

@@ -230,3 +230,10 @@ def recorded(ray_local: None, tmp_path_factory: pytest.TempPathFactory) -> Itera
 def chromium_dom() -> Any:
     """``chromium_dom(url, profile, budget_ms=..., extra=...) -> str`` (see `dump_dom`)."""
     return dump_dom
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that renders in Chromium is marked `browser` (`make check` leaves it out)."""
+    for item in items:
+        if {"render", "chromium_dom"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.browser)

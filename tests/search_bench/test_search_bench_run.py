@@ -59,7 +59,7 @@ def test_strategies_get_their_trials_and_schedulers() -> None:
     assert STRATEGIES["optuna+asha"].make_scheduler(27) == "asha"
     from ray.tune.schedulers import ASHAScheduler
 
-    from sweeplab.engine._strategy import SchedulerTraits, scheduler_traits
+    from sweeplab.strategies import SchedulerTraits, scheduler_traits
 
     variant = NAMED_ONLY["optuna+asha g1 rf4"].make_scheduler(27)
     assert type(variant) is ASHAScheduler  # a plain configured object, no engine hack

@@ -15,14 +15,15 @@ from sweeplab.space import (
     compile_to_hyperopt,
     compile_to_optuna,
     decode_config,
+    encode_for_hyperopt,
+    encode_for_optuna,
     loguniform,
+    optuna_distribution,
     qloguniform,
     quniform,
     randint,
     uniform,
 )
-from sweeplab.space._hyperopt import encode_for_hyperopt
-from sweeplab.space._optuna import encode_for_optuna
 
 SPACE = Space(
     {
@@ -163,6 +164,19 @@ def test_optuna_encoding_replays_to_the_config(config: dict[str, Any]) -> None:
     constants = compile_to_optuna(SPACE)(fixed)
     assert decode_config(SPACE, {**constants, **fixed.params}) == config
     assert set(fixed.distributions) == set(fixed.params)
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_optuna_distribution_is_what_the_compiled_function_suggests(config: dict[str, Any]) -> None:
+    import optuna
+
+    fixed = optuna.trial.FixedTrial(encode_for_optuna(SPACE, config))
+    compile_to_optuna(SPACE)(fixed)
+    for name, distribution in fixed.distributions.items():
+        node: Any = SPACE.params
+        for part in name.split("/"):
+            node = node if part == "_option" else getattr(node, "branches", node)[part]
+        assert optuna_distribution(node) == distribution, name
 
 
 @pytest.mark.parametrize("config", CONFIGS)

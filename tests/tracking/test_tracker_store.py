@@ -34,10 +34,10 @@ def _run(tracker: SweepTracker, losses: dict[str, list[Any]]) -> None:
     tracker.start()
     for n, (trial_id, values) in enumerate(losses.items()):
         trial = _Trial(trial_id, float(n))
-        tracker._on_start(trial)
+        tracker.trial_started(trial)
         for step, value in enumerate(values, start=1):
-            tracker._on_result(trial, {"loss": value, "training_iteration": step})
-        tracker._on_complete(trial)
+            tracker.trial_reported(trial, {"loss": value, "training_iteration": step})
+        tracker.trial_ended(trial)
 
 
 @pytest.fixture

@@ -1,20 +1,32 @@
 """Every Ray private that sweeplab uses still exists, with the parameters sweeplab passes.
 
 A Ray upgrade that moves one of them fails here, in seconds, instead of in a sweep. The rows
-come from `sweeplab.engine._ray_compat.PRIVATE_USES`; docs/upgrading-ray.md says what to do.
+come from `sweeplab.raycompat.PRIVATE_USES`, the rows of its parts; docs/upgrading-ray.md says
+what to do.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
+import pkgutil
 import re
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
 
-from sweeplab.engine import _ray_compat
-from sweeplab.engine._ray_compat import PRIVATE_USES, PrivateUse
+from sweeplab import keys, raycompat
+from sweeplab.raycompat import PRIVATE_USES, PrivateUse
+
+# The parts of the package that use Ray privates, each with its own `PRIVATE_USES` rows.
+PARTS: list[ModuleType] = [
+    importlib.import_module(f"{raycompat.__name__}.{info.name}")
+    for info in pkgutil.iter_modules(raycompat.__path__)
+]
+PARTS_WITH_ROWS = [part for part in PARTS if hasattr(part, "PRIVATE_USES")]
 
 
 def _assigned_on_instances(owner: type, name: str) -> bool:
@@ -125,20 +137,66 @@ def test_a_moved_private_is_reported(use: PrivateUse, expected: str) -> None:
     assert expected in problem
 
 
-def test_every_private_import_of_the_module_has_a_row() -> None:
-    """An import of a private Ray module in `_ray_compat` without a row would go unchecked."""
-    source = inspect.getsource(_ray_compat)
+def _private_imports_without_a_row(source: str, uses: tuple[PrivateUse, ...]) -> set[Any]:
     imported = set(re.findall(r"from (ray\S*) import (\w+)", source))
-    rows = {(use.module, use.attribute.split(".")[0]) for use in PRIVATE_USES}
+    rows = {(use.module, use.attribute.split(".")[0]) for use in uses}
     private = {
         (module, name)
         for module, name in imported
         if "._" in module or name.startswith("_") or (module, name) in rows
     }
-    assert private - rows == set()
+    return private - rows
+
+
+def test_every_private_import_of_the_module_has_a_row() -> None:
+    """An import of a private Ray module in `raycompat` without a row would go unchecked."""
+    source = "\n".join(inspect.getsource(module) for module in [raycompat, *PARTS])
+    assert _private_imports_without_a_row(source, PRIVATE_USES) == set()
+
+
+@pytest.mark.parametrize("part", PARTS_WITH_ROWS, ids=lambda part: part.__name__)
+def test_every_private_import_of_a_part_has_a_row_of_that_part(part: ModuleType) -> None:
+    """Each part keeps the rows of the privates it imports beside its functions."""
+    assert _private_imports_without_a_row(inspect.getsource(part), part.PRIVATE_USES) == set()
+
+
+def test_the_package_rows_are_its_parts_rows() -> None:
+    parts_rows = [use for part in PARTS_WITH_ROWS for use in part.PRIVATE_USES]
+    assert sorted(PRIVATE_USES, key=repr) == sorted(parts_rows, key=repr)
+
+
+@pytest.mark.parametrize("name", raycompat.__all__)
+def test_every_exported_name_is_there(name: str) -> None:
+    assert getattr(raycompat, name) is not None
+
+
+def test_the_package_imports_nothing_else_of_sweeplab() -> None:
+    """`raycompat` is on the ground floor: every other layer may use it, it uses none."""
+    package = Path(raycompat.__file__).parent
+    outside = []
+    for file in sorted(package.glob("*.py")):
+        for node in ast.walk(ast.parse(file.read_text(), str(file))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level > 1:  # above the package
+                names = [f"{'.' * node.level}{node.module or ''}"]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            outside += [
+                f"{file.name}:{node.lineno}: {name}"
+                for name in names
+                if name.startswith("..")
+                or (
+                    name.split(".")[0] == "sweeplab"
+                    and name.split(".")[:2] != ["sweeplab", "raycompat"]
+                )
+            ]
+    assert outside == []
 
 
 def test_the_duplicate_result_key_is_tunes() -> None:
     from ray.tune.result import RESULT_DUPLICATE
 
-    assert _ray_compat.TUNE_DUPLICATE_RESULT_KEY == RESULT_DUPLICATE
+    assert keys.TUNE_DUPLICATE_RESULT_KEY == RESULT_DUPLICATE

@@ -11,14 +11,14 @@ from typing import Any
 from ray.tune.schedulers import TrialScheduler
 from ray.tune.search import BasicVariantGenerator
 
-from sweeplab.engine._hyperband import ResumeWhenStalled
-from sweeplab.engine._ray_compat import (
+from sweeplab.raycompat import (
     pbt_exploit_iteration,
     pbt_next_round,
     pbt_with_exploit_hook,
     replace_trial_restore_checkpoint,
     trial_restore_checkpoint,
 )
+from sweeplab.strategies._hyperband import ResumeWhenStalled
 
 __all__ = ["LineagePBT", "PopulationVariantGenerator"]
 
@@ -80,6 +80,10 @@ class LineagePBT(ResumeWhenStalled, pbt_with_exploit_hook()):  # type: ignore[mi
     ) -> None:
         super().__init__(**kwargs)
         self._exploit_dir = exploit_dir
+        self._on_exploit = on_exploit
+
+    def set_exploit_hook(self, on_exploit: Callable[..., None] | None) -> None:
+        """Tells `on_exploit` of the exploits from now on (a resumed sweep's fresh sinks)."""
         self._on_exploit = on_exploit
 
     def on_trial_result(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> str:

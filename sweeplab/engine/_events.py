@@ -1,21 +1,31 @@
-"""The one adapter from Ray Tune's callback events to sweeplab's :class:`SweepCallback`."""
+"""The sweep's one Tune callback: each trial event, told to the tracker and the sweep callbacks.
+
+A result travels one path: Tune calls `SweepEvents`, which tells the tracker (its own event
+interface, :class:`sweeplab.tracking.SweepTracker`) and then each :class:`SweepCallback` (the live
+table, then the callbacks of ``SweepOptions``). PBT's exploits take the same path: the scheduler
+calls `SweepEvents.on_trial_exploit`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ray.tune import Callback
 
 from sweeplab.engine._callbacks import SweepCallback, TrialView
 from sweeplab.engine._divergence import diverged
+from sweeplab.keys import ITERATION_KEY
+from sweeplab.raycompat import trial_error_text
 
-__all__ = ["TuneEvents"]
+if TYPE_CHECKING:
+    from sweeplab.tracking import SweepTracker
+
+__all__ = ["SweepEvents"]
 
 
-class TuneEvents(Callback):
-    """A Tune callback that tells `callbacks` of each trial's events as :class:`TrialView`\\ s.
+class SweepEvents(Callback):
+    """A Tune callback that tells the tracker and `callbacks` of each trial's events.
 
     Tune has one ``on_trial_complete`` for a trial that ended by itself and for one that the
     scheduler stopped; this adapter tells them apart. Tune marks a result ``done`` when, at that
@@ -24,9 +34,16 @@ class TuneEvents(Callback):
     trial that reached its budget, so a trial at ``max_iterations`` counts as complete (both
     measured with a real ASHA run). A trial whose last report's metric is NaN or infinite was
     stopped by sweeplab's divergence stopper: it is told as a stop, with status ``"DIVERGED"``.
+    The tracker tells a stopped trial from a complete one itself, from what it recorded (a
+    resumed sweep's earlier results included).
+
+    Tune pickles its run config, callbacks included, into the experiment folder. The tracker and
+    the live table hold threads and clients, so a restored copy of this callback is inert: a
+    resumed sweep wires a fresh one into the restored Tuner (`raycompat.rewire_restored_tuner`).
 
     Args:
         callbacks: The sweep callbacks, called in order.
+        tracker: The sweep's MLflow tracker, told of each event before the callbacks.
         max_iterations: The budget of one trial, when the sweep has one.
         metric: The sweep's metric, whose NaN or infinite value marks a diverged trial.
         decode: Turns Tune's config into the training function's (``TrialView.config``).
@@ -36,17 +53,25 @@ class TuneEvents(Callback):
         self,
         callbacks: Iterable[SweepCallback],
         *,
+        tracker: SweepTracker | None = None,
         max_iterations: int | None = None,
         decode: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
         metric: str | None = None,
     ) -> None:
         self._callbacks = list(callbacks)
+        self._tracker = tracker
         self._metric = metric
         self._max_iterations = max_iterations
         self._decode = decode
-        self._added: set[str] = set()
+        self._trials: dict[str, Any] = {}
         self._latest: dict[str, Mapping[str, Any]] = {}
         self._stopped_at_result: dict[str, bool] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        SweepEvents.__init__(self, [])
 
     def _view(self, trial: Any, status: str, error: str | None = None) -> TrialView:
         metrics = self._latest.get(trial.trial_id)
@@ -58,18 +83,19 @@ class TuneEvents(Callback):
             trial_id=trial.trial_id,
             config=trial.config,
             status=status,
-            iteration=int(metrics.get("training_iteration") or 0),
+            iteration=int(metrics.get(ITERATION_KEY) or 0),
             metrics=metrics,
             path=trial.local_path,
             error=error,
             decode=self._decode,
-            tune_trial=trial,
         )
 
     def _add(self, trial: Any) -> None:
-        if trial.trial_id in self._added:
+        if trial.trial_id in self._trials:
             return
-        self._added.add(trial.trial_id)
+        self._trials[trial.trial_id] = trial
+        if self._tracker is not None:
+            self._tracker.trial_added(trial)
         view = self._view(trial, trial.status)
         for callback in self._callbacks:
             callback.on_trial_add(view)
@@ -80,6 +106,8 @@ class TuneEvents(Callback):
 
     def on_trial_start(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         self._add(trial)
+        if self._tracker is not None:
+            self._tracker.trial_started(trial)
         view = self._view(trial, "RUNNING")
         for callback in self._callbacks:
             callback.on_trial_start(view)
@@ -89,6 +117,8 @@ class TuneEvents(Callback):
 
     def on_trial_recover(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         self._add(trial)
+        if self._tracker is not None:
+            self._tracker.trial_retried(trial)
         view = self._view(trial, "PENDING")
         for callback in self._callbacks:
             callback.on_trial_retry(view)
@@ -99,12 +129,16 @@ class TuneEvents(Callback):
         self._add(trial)
         self._latest[trial.trial_id] = result
         self._stopped_at_result[trial.trial_id] = bool(result.get("done"))
+        if self._tracker is not None:
+            self._tracker.trial_reported(trial, result)
         view = self._view(trial, "RUNNING")
         for callback in self._callbacks:
             callback.on_trial_result(view, result)
 
     def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         self._add(trial)
+        if self._tracker is not None:
+            self._tracker.trial_ended(trial)
         view = self._view(trial, "TERMINATED")
         if self._metric is not None and diverged(view.metrics, self._metric):
             view.status = "DIVERGED"
@@ -122,15 +156,22 @@ class TuneEvents(Callback):
 
     def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         self._add(trial)
-        view = self._view(trial, "ERROR", error=_error_text(trial))
+        error = trial_error_text(trial)
+        if self._tracker is not None:
+            self._tracker.trial_failed(trial, error)
+        view = self._view(trial, "ERROR", error=error)
         for callback in self._callbacks:
             callback.on_trial_error(view)
 
-
-def _error_text(trial: Any) -> str | None:
-    try:
-        if trial.error_file and Path(trial.error_file).exists():
-            return Path(trial.error_file).read_text(errors="replace")
-    except OSError:
-        pass
-    return None
+    def on_trial_exploit(
+        self, trial_id: str, donor_id: str, iteration: int, config: dict[str, Any]
+    ) -> None:
+        """PBT replaced the trial's config (and weights) with the donor's, at `iteration`."""
+        if self._tracker is not None:
+            self._tracker.note_exploit(trial_id, donor_id, iteration, config)
+        trial = self._trials.get(trial_id)
+        if trial is None:
+            return
+        view = self._view(trial, "RUNNING")
+        for callback in self._callbacks:
+            callback.on_trial_exploit(view, donor_id)

@@ -6,7 +6,7 @@ from typing import Any
 
 from ray.tune.schedulers import HyperBandScheduler
 
-from sweeplab.engine._ray_compat import keep_idle_trial_actors
+from sweeplab.raycompat import keep_idle_trial_actors
 
 __all__ = ["HyperBand", "ResumeWhenStalled"]
 

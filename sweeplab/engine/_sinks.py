@@ -1,0 +1,116 @@
+"""Wiring a sweep's sinks: the tracker, the live table, the sweep callbacks, and Tune's callbacks.
+
+Each sink is made once per execution of a sweep, in the process that runs (or resumes) it, and
+reaches Tune through one plain Tune callback (`SweepEvents`), which a resumed Tuner gets anew.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sweeplab.engine._callbacks import SweepCallback
+from sweeplab.engine._display import LiveTable
+from sweeplab.engine._resolved import ResolvedSweep
+
+if TYPE_CHECKING:
+    from sweeplab.engine._events import SweepEvents
+    from sweeplab.tracking import SweepTracker
+
+__all__ = ["Sinks", "live", "tracker_for", "wire_sinks"]
+
+
+def tracker_for(resolved: ResolvedSweep) -> SweepTracker:
+    """The MLflow tracker of one execution of a sweep, as the engine records it.
+
+    The resolved settings become the parent run's params, and the run folder holds the parent
+    run id and ``best_config.json``.
+    """
+    from sweeplab.tracking import SweepTracker
+
+    return SweepTracker(
+        tracking_uri=resolved.tracking_uri,
+        sweep_name=resolved.name,
+        storage_dir=resolved.run_dir,
+        metric=resolved.metric,
+        mode=resolved.mode,
+        rank_by=resolved.rank_by,
+        settings=resolved.recorded_settings(),
+        spec_path=resolved.spec_path,
+        space_yaml=resolved.sweep.space.to_yaml(),
+        config_decoder=resolved.config_decoder(),
+        scheduler_name=resolved.scheduler,
+        max_iterations=resolved.max_iterations,
+        resume=resolved.resume,
+        register_model=resolved.register_model,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Sinks:
+    """What watches one execution of a sweep.
+
+    Attributes:
+        table: The live table (a sweep callback).
+        tracker: The MLflow tracker, started; None for an untracked sweep.
+        callbacks: The sweep callbacks, the live table first, then those of ``SweepOptions``.
+        events: The sweep's Tune callback, which tells all of them of each trial event.
+        tune_callbacks: What goes into Tune's ``RunConfig(callbacks=...)``.
+    """
+
+    table: LiveTable
+    tracker: SweepTracker | None
+    callbacks: tuple[SweepCallback, ...]
+    events: SweepEvents
+    tune_callbacks: tuple[Any, ...]
+
+
+def wire_sinks(
+    resolved: ResolvedSweep, *, track: bool, callbacks: Sequence[SweepCallback]
+) -> Sinks:
+    """Makes the sinks of `resolved` and the Tune callbacks that feed them; starts the tracker."""
+    from sweeplab.engine._events import SweepEvents
+    from sweeplab.engine._orphans import OrphanGroupReaper
+
+    tracker = None
+    if track:
+        tracker = tracker_for(resolved)
+        tracker.start()
+    table = LiveTable(
+        metric=resolved.metric,
+        mode=resolved.mode,
+        total_trials=resolved.total_trials,
+        max_iterations=resolved.max_iterations,
+    )
+    every = (table, *callbacks)
+    events = SweepEvents(
+        every,
+        tracker=tracker,
+        max_iterations=resolved.max_iterations,
+        decode=resolved.config_decoder(),
+        metric=resolved.metric,
+    )
+    return Sinks(
+        table=table,
+        tracker=tracker,
+        callbacks=every,
+        events=events,
+        tune_callbacks=(events, OrphanGroupReaper()),
+    )
+
+
+@contextlib.contextmanager
+def live(table: LiveTable, enabled: bool) -> Iterator[None]:
+    """Shows the live table on stderr while the sweep runs, when `enabled`."""
+    if not enabled:
+        yield
+        return
+    from rich.console import Console
+    from rich.live import Live
+
+    console = Console(stderr=True)
+    with Live(table, console=console, refresh_per_second=2, transient=False):
+        yield
+    console.print()

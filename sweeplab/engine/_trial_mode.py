@@ -1,0 +1,81 @@
+"""How a sweep's trials run: decided once per sweep, in `ResolvedSweep`, and read everywhere."""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = ["TrialMode"]
+
+
+class TrialMode(enum.Enum):
+    """Where one trial's training function runs.
+
+    Attributes:
+        IN_PROCESS: A one-worker trial runs in its Tune trial actor: no group to start. Tune
+            reuses the actor for the next trial, and for a paused or exploited trial's next
+            segment (see `ResumeWhenStalled`), which is cheaper than any slot.
+        WARM_SLOT: A multi-worker trial runs on one of the sweep's warm trial slots: long-lived
+            trainer groups, each running one trial after another.
+        GROUP_PER_TRIAL: Each trial starts its own trainer group: with ``reuse_groups=False``,
+            or an elastic group, which resizes itself and so cannot be a fixed slot.
+    """
+
+    IN_PROCESS = "in-process"
+    WARM_SLOT = "warm-slot"
+    GROUP_PER_TRIAL = "group-per-trial"
+
+    @classmethod
+    def decide(cls, *, workers_per_trial: int | tuple[int, int], reuse_groups: bool) -> TrialMode:
+        """The one decision of a sweep's trial mode, from its trainer-group fields."""
+        if workers_per_trial == 1:
+            return cls.IN_PROCESS
+        if reuse_groups and isinstance(workers_per_trial, int):
+            return cls.WARM_SLOT
+        return cls.GROUP_PER_TRIAL
+
+    @property
+    def waiting_holds_nothing(self) -> bool:
+        """Whether a trial that waits to run holds no resources, so every trial can exist at once.
+
+        A trial on a slot holds nothing until it claims one; a one-worker trial waits in Tune's
+        queue for its actor's CPUs. A trial with its own group would start that group.
+        """
+        return self is not TrialMode.GROUP_PER_TRIAL
+
+    @property
+    def reuses_trial_actors(self) -> bool:
+        """Whether Tune reuses trial actors.
+
+        Starting a trial actor costs about a second (a process, Ray's and the spec's imports);
+        a reused one starts the next trial, or a paused trial's next segment, in milliseconds.
+        A one-worker trial runs in its actor, and a slot's client holds no resources: both are
+        reused under every scheduler (`ResumeWhenStalled` resumes no more paused trials than
+        run at once, so a cached actor always has a trial to take it). A per-trial group's
+        driver is not reused: its group is aborted when the trial stops, which a reused actor
+        would skip.
+        """
+        return self is not TrialMode.GROUP_PER_TRIAL
+
+    @property
+    def keeps_idle_actors(self) -> bool:
+        """Whether pausing schedulers keep up to the concurrency of idle trial actors, not one.
+
+        Only in-process trials: an idle actor there holds its own CPU and nothing else. Slots
+        keep Tune's rule (a wider cache on slots was seen to hang a 2-worker PBT sweep).
+        """
+        return self is TrialMode.IN_PROCESS
+
+    def describe(self, *, workers_per_trial: int | tuple[int, int], concurrency: int) -> str:
+        """One line for `sweeplab preview` and `sweeplab status`: how trials get their group."""
+        if self is TrialMode.WARM_SLOT:
+            how = (
+                f"{concurrency} warm trial slot(s): long-lived groups of {workers_per_trial} "
+                "worker(s), each running one trial after another"
+            )
+        elif self is TrialMode.IN_PROCESS:
+            how = "each trial in a reused trial actor (one worker, no group to start)"
+        elif not isinstance(workers_per_trial, int):
+            how = "a new trainer group per trial (an elastic group cannot be a slot)"
+        else:
+            how = "a new trainer group per trial (reuse_groups=False)"
+        return f"{self.value}: {how}"

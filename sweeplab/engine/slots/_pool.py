@@ -1,0 +1,69 @@
+"""The sweep driver's side of warm slots: start a sweep's slots, name them, close them."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from sweeplab.engine.slots._host import SlotHost
+
+__all__ = ["close_slots", "slot_name", "start_slots"]
+
+
+def slot_name(prefix: str, index: int) -> str:
+    """The Ray actor name of slot `index` of a sweep."""
+    return f"{prefix}-slot-{index}"
+
+
+def start_slots(
+    *,
+    names: tuple[str, ...],
+    train_func: Callable[..., Any],
+    num_workers: int,
+    use_gpu: bool,
+    resources_per_worker: Mapping[str, float],
+    placement_strategy: str,
+    storage: str,
+) -> list[Any]:
+    """Starts one slot per name (their groups come up in the background); returns the actors."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from sweeplab.raycompat import head_node_id
+
+    host_cls = ray.remote(num_cpus=0, max_concurrency=64, max_restarts=0)(SlotHost)
+    # A slot's host (and the Train controller that its `fit()` starts beside it) lives on the
+    # head node: a lost worker node then costs the slot a group restart, not the slot. (The
+    # driver's own node is not enough: a driver joins the raylet of its IP address, and on a
+    # machine that runs several nodes, as the loopback tests do, that can be a worker node.)
+    # The affinity is hard: a soft one placed one of three zero-CPU actors on the other node of
+    # an idle loopback cluster, and a slot host there died with that node (the node-kill test
+    # failed so). The host reserves no resources, so the head can always hold it; Train places
+    # the slot's controller on the host's node by itself.
+    here = NodeAffinitySchedulingStrategy(head_node_id(), soft=False)
+    hosts = [
+        host_cls.options(name=name, scheduling_strategy=here).remote(
+            train_func=train_func,
+            num_workers=num_workers,
+            use_gpu=use_gpu,
+            resources_per_worker=dict(resources_per_worker),
+            placement_strategy=placement_strategy,
+            storage=storage,
+            name=name,
+        )
+        for name in names
+    ]
+    ray.get([h.ready.remote() for h in hosts])
+    return hosts
+
+
+def close_slots(hosts: list[Any], timeout_s: float = 10.0) -> None:
+    """Lets each slot's workers return, then ends the hosts (and with them their groups)."""
+    import ray
+
+    with contextlib.suppress(Exception):
+        ray.wait([h.close.remote() for h in hosts], num_returns=len(hosts), timeout=timeout_s)
+    for host in hosts:
+        with contextlib.suppress(Exception):
+            ray.kill(host)

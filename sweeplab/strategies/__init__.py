@@ -1,0 +1,104 @@
+"""The tuning strategies: every named scheduler and searcher, and what a sweep's pair does.
+
+One registry (`SCHEDULERS`, `SEARCHERS`) maps each name to its builder, its traits, the rules
+a sweep using it must keep and its preview. The spec's checks, the engine's Tuner and
+``sweeplab preview`` read it. A configured Tune scheduler object's traits come from its Tune
+class or are declared (`SchedulerTraits`), never guessed.
+
+Ray is imported only when a scheduler or search is built; the Ray-side classes below
+(`HyperBand`, `LineagePBT`, `TrialFeedbackSearcher`, ...) are imported on first access.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from sweeplab.strategies._builders import ExploitHook, SchedulerSetup
+from sweeplab.strategies._registry import SCHEDULERS, SEARCHERS, SchedulerEntry, SearcherEntry
+from sweeplab.strategies._schedule import (
+    ASHA_REDUCTION_FACTOR,
+    HYPERBAND_REDUCTION_FACTOR,
+    PlanInputs,
+    Rung,
+    TrialPlan,
+    hyperband_brackets,
+    median_grace,
+    pbt_interval,
+)
+from sweeplab.strategies._strategy import (
+    build_scheduler,
+    build_search,
+    scheduler_traits,
+    strategy_rule_break,
+    total_trials,
+    trial_plan,
+)
+from sweeplab.strategies._sweep import RuleBreak, StrategySweep
+from sweeplab.strategies._traits import SchedulerTraits, tune_trial_limit
+
+if TYPE_CHECKING:
+    from sweeplab.strategies._hyperband import HyperBand, ResumeWhenStalled
+    from sweeplab.strategies._pbt import LineagePBT, PopulationVariantGenerator
+    from sweeplab.strategies._searcher_feedback import (
+        OutcomeLog,
+        TrialFeedbackSearcher,
+        TrialOutcome,
+        hyperopt_loss,
+        with_trial_feedback,
+    )
+
+__all__ = [
+    "ASHA_REDUCTION_FACTOR",
+    "HYPERBAND_REDUCTION_FACTOR",
+    "SCHEDULERS",
+    "SEARCHERS",
+    "ExploitHook",
+    "HyperBand",
+    "LineagePBT",
+    "OutcomeLog",
+    "PlanInputs",
+    "PopulationVariantGenerator",
+    "ResumeWhenStalled",
+    "RuleBreak",
+    "Rung",
+    "SchedulerEntry",
+    "SchedulerSetup",
+    "SchedulerTraits",
+    "SearcherEntry",
+    "StrategySweep",
+    "TrialFeedbackSearcher",
+    "TrialOutcome",
+    "TrialPlan",
+    "build_scheduler",
+    "build_search",
+    "hyperband_brackets",
+    "hyperopt_loss",
+    "median_grace",
+    "pbt_interval",
+    "scheduler_traits",
+    "strategy_rule_break",
+    "total_trials",
+    "trial_plan",
+    "tune_trial_limit",
+    "with_trial_feedback",
+]
+
+# Names whose modules import Ray, imported on first access.
+_WITH_RAY = {
+    "HyperBand": "_hyperband",
+    "ResumeWhenStalled": "_hyperband",
+    "LineagePBT": "_pbt",
+    "PopulationVariantGenerator": "_pbt",
+    "OutcomeLog": "_searcher_feedback",
+    "TrialFeedbackSearcher": "_searcher_feedback",
+    "TrialOutcome": "_searcher_feedback",
+    "hyperopt_loss": "_searcher_feedback",
+    "with_trial_feedback": "_searcher_feedback",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WITH_RAY:
+        return getattr(importlib.import_module(f"{__name__}.{_WITH_RAY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,146 @@
+"""The Tune scheduler and search of each named strategy (Ray is imported only when one is built)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from sweeplab.space import TuneSearch, build_tune_search
+from sweeplab.strategies._schedule import (
+    ASHA_REDUCTION_FACTOR,
+    HYPERBAND_REDUCTION_FACTOR,
+    median_grace,
+    pbt_interval,
+)
+from sweeplab.strategies._sweep import StrategySweep
+
+__all__ = [
+    "ExploitHook",
+    "SchedulerSetup",
+    "build_asha",
+    "build_fifo",
+    "build_hyperband",
+    "build_median",
+    "build_pbt",
+    "compiled_search",
+    "population_search",
+]
+
+ExploitHook = Callable[[str, str, int, dict[str, Any]], None]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SchedulerSetup:
+    """What the engine hands a scheduler besides the sweep.
+
+    Attributes:
+        on_exploit: Told of each PBT exploit: ``(trial_id, donor_id, iteration, new_config)``.
+        exploit_dir: Where an exploited trial's copy of the donor's checkpoint goes.
+        max_running: The sweep's concurrency, beyond which HyperBand and PBT resume no paused
+            trial.
+        keep_idle_actors: Whether Tune keeps that many idle trial actors for them, not one
+            (see `ResumeWhenStalled`).
+    """
+
+    on_exploit: ExploitHook | None = None
+    exploit_dir: str = "pbt-exploits"
+    max_running: int | None = None
+    keep_idle_actors: bool = False
+
+
+def build_fifo(sweep: StrategySweep, setup: SchedulerSetup) -> Any:
+    from ray.tune.schedulers import FIFOScheduler
+
+    return FIFOScheduler()
+
+
+def build_asha(sweep: StrategySweep, setup: SchedulerSetup) -> Any:
+    from ray.tune.schedulers import ASHAScheduler
+
+    return ASHAScheduler(
+        time_attr="training_iteration",
+        max_t=sweep.max_iterations,
+        grace_period=1,
+        reduction_factor=ASHA_REDUCTION_FACTOR,
+    )
+
+
+def build_hyperband(sweep: StrategySweep, setup: SchedulerSetup) -> Any:
+    from sweeplab.strategies._hyperband import HyperBand
+
+    return HyperBand(
+        time_attr="training_iteration",
+        max_t=sweep.max_iterations,
+        reduction_factor=HYPERBAND_REDUCTION_FACTOR,
+        max_running=setup.max_running,
+        keep_idle_actors=setup.keep_idle_actors,
+    )
+
+
+def build_median(sweep: StrategySweep, setup: SchedulerSetup) -> Any:
+    from ray.tune.schedulers import MedianStoppingRule
+
+    return MedianStoppingRule(
+        time_attr="training_iteration",
+        grace_period=median_grace(sweep.max_iterations),
+        min_samples_required=3,
+    )
+
+
+def build_pbt(sweep: StrategySweep, setup: SchedulerSetup) -> Any:
+    from sweeplab.space import pbt_explore_fn, pbt_mutations
+    from sweeplab.strategies._pbt import LineagePBT
+
+    return LineagePBT(
+        exploit_dir=setup.exploit_dir,
+        on_exploit=setup.on_exploit,
+        max_running=setup.max_running,
+        keep_idle_actors=setup.keep_idle_actors,
+        time_attr="training_iteration",
+        perturbation_interval=pbt_interval(sweep.max_iterations),
+        hyperparam_mutations=pbt_mutations(sweep.space),
+        custom_explore_fn=pbt_explore_fn(sweep.space),
+        quantile_fraction=0.25,
+        resample_probability=0.25,
+        # Asynchronous PBT compares a trial with the stale scores of paused trials whenever the
+        # population outnumbers the slots, and was seen to exploit nothing; synchronous rounds
+        # compare every trial at the same iteration.
+        synch=True,
+    )
+
+
+def compiled_search(searcher: str) -> Callable[[StrategySweep], TuneSearch]:
+    """The builder of the named `searcher`: the sweep's space compiled for it (see
+    `build_tune_search`)."""
+
+    def build(sweep: StrategySweep) -> TuneSearch:
+        return _compile(sweep, searcher)
+
+    build.__name__ = build.__qualname__ = f"compiled_search({searcher!r})"
+    return build
+
+
+def population_search(sweep: StrategySweep) -> TuneSearch:
+    """PBT's population: Tune's variant generator (PBT refuses any other search algorithm).
+
+    It is the grid compilation's generator, seeded alike (a space without grid parameters is
+    then sampled randomly), keeping the population's actors (see `PopulationVariantGenerator`).
+    """
+    from sweeplab.strategies._pbt import PopulationVariantGenerator
+
+    search = _compile(sweep, "grid")
+    return dataclasses.replace(
+        search, search_alg=PopulationVariantGenerator(random_state=sweep.seed)
+    )
+
+
+def _compile(sweep: StrategySweep, searcher: str) -> TuneSearch:
+    return build_tune_search(
+        sweep.space,
+        searcher,
+        metric=sweep.metric,
+        mode=sweep.mode,
+        seed=sweep.seed,
+        num_trials=sweep.num_trials,
+    )

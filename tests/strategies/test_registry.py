@@ -1,0 +1,331 @@
+"""The registry of strategies: complete entries, the spec's names, rules, traits and previews.
+
+No Ray is started; Tune's scheduler classes are only imported and constructed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+import sweeplab
+import sweeplab.spec
+from sweeplab import SchedulerTraits, SpecError, Sweep, grid, loguniform
+from sweeplab.strategies import (
+    SCHEDULERS,
+    SEARCHERS,
+    PlanInputs,
+    Rung,
+    SchedulerEntry,
+    SearcherEntry,
+    build_scheduler,
+    build_search,
+    scheduler_traits,
+    total_trials,
+    trial_plan,
+)
+
+
+def train_func(config: dict[str, Any]) -> None:
+    pass
+
+
+BASE: dict[str, Any] = {
+    "name": "registry",
+    "train_func": train_func,
+    "space": {"lr": loguniform(1e-4, 1e-1), "layers": grid([1, 2, 3])},
+    "metric": "loss",
+    "mode": "min",
+}
+
+
+def make(**changes: Any) -> Sweep:
+    return Sweep(**{**BASE, **changes})
+
+
+def custom_scheduler(**attributes: Any) -> Any:
+    """A configured Tune scheduler of a class sweeplab does not know."""
+    from ray.tune.schedulers import TrialScheduler
+
+    return type("Custom", (TrialScheduler,), attributes)()
+
+
+PAUSES = SchedulerTraits(pauses=True, exploits=False)
+
+
+# --- every entry is complete ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(SCHEDULERS))
+def test_scheduler_entry_is_complete(name: str) -> None:
+    entry = SCHEDULERS[name]
+    assert isinstance(entry, SchedulerEntry) and entry.name == name
+    assert isinstance(entry.traits, SchedulerTraits)
+    assert callable(entry.build) and callable(entry.validate) and callable(entry.preview)
+    assert entry.population is None or callable(entry.population)
+    rungs, budget, summary = entry.preview(PlanInputs(trials=9, max_iterations=9))
+    assert all(isinstance(rung, Rung) for rung in rungs)
+    assert isinstance(budget, int) and budget > 0
+    assert isinstance(summary, str) and summary and "\n" not in summary
+
+
+@pytest.mark.parametrize("name", list(SEARCHERS))
+def test_searcher_entry_is_complete(name: str) -> None:
+    entry = SEARCHERS[name]
+    assert isinstance(entry, SearcherEntry) and entry.name == name
+    assert callable(entry.build) and callable(entry.validate)
+    assert isinstance(entry.takes_warm_start, bool) and isinstance(entry.repeats_grid, bool)
+
+
+def test_entries_are_frozen() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        SCHEDULERS["asha"].name = "x"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        SCHEDULERS["x"] = SCHEDULERS["asha"]  # type: ignore[index]
+
+
+def test_the_spec_accepts_exactly_the_registrys_names() -> None:
+    assert tuple(SCHEDULERS) == sweeplab.spec.SCHEDULERS
+    assert tuple(SEARCHERS) == sweeplab.spec.SEARCHERS
+    for name in SCHEDULERS:
+        assert make(scheduler=name).scheduler == name
+    for name in SEARCHERS:
+        assert make(searcher=name).searcher == name
+
+
+def test_the_warm_start_rule_names_the_searchers_that_take_one() -> None:
+    takers = [name for name, entry in SEARCHERS.items() if entry.takes_warm_start]
+    with pytest.raises(SpecError) as caught:
+        make(searcher="grid", warm_start=[{"lr": 0.01, "layers": 1}])
+    assert f"needs a searcher ({', '.join(repr(n) for n in takers)})" in str(caught.value)
+
+
+# --- the rules of the strategies, as the spec raises them ----------------------------------
+
+WARM = [{"lr": 0.01, "layers": 1}]
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        (
+            {"searcher": "grid", "warm_start": WARM},
+            "Sweep field `warm_start` needs a searcher ('random', 'optuna', 'hyperopt'); grid "
+            "search and PBT draw their own population, but got [{'lr': 0.01, 'layers': 1}].",
+        ),
+        (
+            {"scheduler": "pbt", "searcher": "optuna", "warm_start": WARM},
+            "Sweep field `warm_start` needs a searcher ('random', 'optuna', 'hyperopt'); grid "
+            "search and PBT draw their own population, but got [{'lr': 0.01, 'layers': 1}].",
+        ),
+        (
+            {"scheduler": "pbt", "searcher": "hyperopt"},
+            "Sweep field `searcher` must be 'random' or 'grid' with scheduler='pbt' (PBT mutates "
+            "the configs itself), but got 'hyperopt'.",
+        ),
+        (
+            {"searcher": "grid", "space": {"lr": loguniform(1e-4, 1e-1)}},
+            "Sweep field `searcher` 'grid' needs at least one `grid(...)` parameter in the space, "
+            "but got 'grid'.",
+        ),
+        (
+            {"scheduler": "pbt", "searcher": "grid", "space": {"lr": loguniform(1e-4, 1e-1)}},
+            "Sweep field `searcher` 'grid' needs at least one `grid(...)` parameter in the space, "
+            "but got 'grid'.",
+        ),
+        (
+            {"scheduler_traits": PAUSES},
+            "Sweep field `scheduler_traits` declares a configured scheduler object's traits; the "
+            "named scheduler 'fifo' has its own, but got "
+            "SchedulerTraits(pauses=True, exploits=False).",
+        ),
+        (
+            {"scheduler_traits": (True, False)},
+            "Sweep field `scheduler_traits` must be a sweeplab.SchedulerTraits(pauses=..., "
+            "exploits=...), but got (True, False).",
+        ),
+    ],
+)
+def test_a_broken_rule_is_the_spec_error_of_its_field(
+    changes: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(SpecError) as caught:
+        make(**changes)
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"scheduler": "pbt", "searcher": "random"},
+        {"scheduler": "pbt", "searcher": "grid"},
+        {"searcher": "grid"},
+        {"searcher": "optuna", "warm_start": WARM},
+        {"scheduler": "hyperband", "searcher": "hyperopt", "warm_start": WARM},
+    ],
+)
+def test_strategies_that_keep_the_rules_are_accepted(changes: dict[str, Any]) -> None:
+    make(**changes)
+
+
+# --- scheduler traits: from the registry, the Tune class, or declared ------------------------
+
+
+@pytest.mark.parametrize("name", list(SCHEDULERS))
+def test_a_named_schedulers_traits_are_those_of_what_it_builds(name: str) -> None:
+    sweep = make(scheduler=name, searcher="random")
+    built = build_scheduler(sweep, exploit_dir="unused")
+    assert scheduler_traits(name) == SCHEDULERS[name].traits
+    assert scheduler_traits(built) == SCHEDULERS[name].traits
+
+
+def test_a_custom_scheduler_without_traits_is_refused() -> None:
+    with pytest.raises(SpecError) as caught:
+        make(scheduler=custom_scheduler())
+    text = str(caught.value)
+    assert text.startswith("Sweep field `scheduler` is a Custom,")
+    assert "declare its traits with scheduler_traits=sweeplab.SchedulerTraits(pauses=..., " in text
+    with pytest.raises(SpecError, match="`scheduler` is a Custom"):
+        scheduler_traits(custom_scheduler())
+
+
+def test_a_fifo_subclass_is_not_taken_for_fifo() -> None:
+    from ray.tune.schedulers import FIFOScheduler
+
+    class MyFIFO(FIFOScheduler):
+        pass
+
+    with pytest.raises(SpecError, match=r"`scheduler` is a .*MyFIFO"):
+        make(scheduler=MyFIFO())
+
+
+@pytest.mark.parametrize(
+    "traits",
+    [
+        SchedulerTraits(pauses=True, exploits=False),
+        SchedulerTraits(pauses=False, exploits=False),
+        SchedulerTraits(pauses=True, exploits=True),
+    ],
+)
+@pytest.mark.parametrize("where", ["field", "object", "class"])
+def test_declared_traits_are_the_schedulers(traits: SchedulerTraits, where: str) -> None:
+    if where == "field":
+        sweep = make(scheduler=custom_scheduler(), scheduler_traits=traits)
+    elif where == "object":
+        scheduler = custom_scheduler()
+        scheduler.sweeplab_traits = traits
+        sweep = make(scheduler=scheduler)
+    else:
+        sweep = make(scheduler=custom_scheduler(sweeplab_traits=traits))
+    assert scheduler_traits(sweep.scheduler, declared=sweep.scheduler_traits) == traits
+
+
+def test_the_field_overrides_a_tune_class_and_an_attribute() -> None:
+    from ray.tune.schedulers import ASHAScheduler
+
+    asha = ASHAScheduler(max_t=4)
+    assert scheduler_traits(asha) == SchedulerTraits(pauses=False, exploits=False)
+    sweep = make(scheduler=asha, scheduler_traits=PAUSES)
+    assert scheduler_traits(sweep.scheduler, declared=sweep.scheduler_traits) == PAUSES
+    declared = custom_scheduler(sweeplab_traits=SchedulerTraits(pauses=False, exploits=False))
+    assert scheduler_traits(declared, declared=PAUSES) == PAUSES
+
+
+@pytest.mark.parametrize(
+    ("build", "match"),
+    [
+        (lambda: SchedulerTraits(pauses="yes", exploits=False), r"SchedulerTraits\.pauses"),
+        (lambda: SchedulerTraits(pauses=True, exploits=1), r"SchedulerTraits\.exploits"),
+        (
+            lambda: make(scheduler=custom_scheduler(sweeplab_traits=(True, False))),
+            r"`scheduler` declares its traits in `sweeplab_traits`",
+        ),
+    ],
+    ids=["pauses", "exploits", "attribute"],
+)
+def test_malformed_traits_are_spec_errors(build: Any, match: str) -> None:
+    with pytest.raises(SpecError, match=match):
+        build()
+
+
+def test_scheduler_traits_is_public() -> None:
+    assert "SchedulerTraits" in sweeplab.__all__
+    assert sweeplab.SchedulerTraits is SchedulerTraits
+
+
+# --- previews and searches -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "summary"),
+    [
+        ("fifo", "FIFO: every trial runs 9 iterations"),
+        ("asha", "ASHA: reduction factor 3, grace period 1, max 9 iterations"),
+        (
+            "median",
+            "Median stopping: after 2 iteration(s) a trial below the median of the others "
+            "stops; at most 9 iterations each",
+        ),
+        (
+            "hyperband",
+            "HyperBand: 1 bracket(s), 3 trials, reduction factor 3, max 9; stops 0 trial(s) early",
+        ),
+        (
+            "pbt",
+            "PBT: population 3, 2 at a time, synchronous rounds every 2 iteration(s), "
+            "bottom/top quantile 25%, 9 iterations each",
+        ),
+    ],
+)
+@pytest.mark.parametrize("waiting_holds_nothing", [None, True])
+def test_trial_plan_reads_the_entrys_preview(
+    scheduler: str, summary: str, waiting_holds_nothing: bool | None
+) -> None:
+    sweep = make(scheduler=scheduler, searcher="grid", num_trials=1, max_iterations=9)
+    plan = trial_plan(sweep, concurrency=2, waiting_holds_nothing=waiting_holds_nothing)
+    assert plan[2] == summary
+    assert plan == SCHEDULERS[scheduler].preview(
+        PlanInputs(trials=3, max_iterations=9, concurrency=2, waiting_holds_nothing=True)
+    )
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "caveat"),
+    [
+        ("hyperband", True),
+        ("pbt", True),
+        ("asha", False),
+        ("median", False),
+        ("fifo", False),
+    ],
+)
+def test_only_pausing_schedulers_warn_when_waiting_trials_hold_resources(
+    scheduler: str, caveat: bool
+) -> None:
+    sweep = make(scheduler=scheduler, searcher="random", num_trials=4)
+    _, _, summary = trial_plan(sweep, concurrency=2, waiting_holds_nothing=False)
+    warned = summary.endswith(
+        " (with a group per trial it compares only the 2 trial(s) that run at once)"
+    )
+    assert warned is caveat
+    _, _, unknown = trial_plan(sweep, concurrency=None, waiting_holds_nothing=False)
+    assert "compares only" not in unknown
+
+
+def test_a_custom_schedulers_plan_is_its_budget() -> None:
+    sweep = make(scheduler=custom_scheduler(), scheduler_traits=PAUSES, max_iterations=5)
+    assert trial_plan(sweep) == ([], 8 * 5, "FIFO: every trial runs 5 iterations")
+
+
+@pytest.mark.parametrize(("searcher", "trials"), [("grid", 2 * 3), ("random", 2)])
+def test_total_trials_repeat_the_grid_only_for_grid_search(searcher: str, trials: int) -> None:
+    assert total_trials(make(searcher=searcher, num_trials=2)) == trials
+
+
+def test_pbt_draws_its_own_population() -> None:
+    from sweeplab.strategies import PopulationVariantGenerator
+
+    search = build_search(make(scheduler="pbt", searcher="random", seed=3))
+    assert isinstance(search.search_alg, PopulationVariantGenerator)
