@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["is_finite_number", "is_number"]
+__all__ = ["diverged", "is_finite_number", "is_number"]
 
 
 def is_number(value: Any) -> bool:
@@ -27,3 +28,17 @@ def is_number(value: Any) -> bool:
 def is_finite_number(value: Any) -> bool:
     """Whether ``value`` is a number (see :func:`is_number`) that is neither NaN nor infinite."""
     return is_number(value) and math.isfinite(value)
+
+
+def diverged(result: Mapping[str, Any] | None, metric: str) -> bool:
+    """Whether `result` reports `metric` as NaN or infinite (``a/b`` reaches nested dicts).
+
+    The one divergence check of a trial's report: the engine's `DivergenceStopper`, its trial
+    events and the simulator all apply it.
+    """
+    value: Any = result
+    for part in [metric] if result and metric in result else metric.split("/"):
+        if not isinstance(value, Mapping) or part not in value:
+            return False
+        value = value[part]
+    return is_number(value) and not is_finite_number(value)

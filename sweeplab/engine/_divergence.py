@@ -15,24 +15,13 @@ every other trial, and its searcher learns it as failed
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from ray.tune import Stopper
 
-from sweeplab._numbers import is_finite_number, is_number
+from sweeplab._numbers import diverged
 
-__all__ = ["DivergenceStopper", "diverged"]
-
-
-def diverged(result: Mapping[str, Any] | None, metric: str) -> bool:
-    """Whether `result` reports `metric` as NaN or infinite (``a/b`` reaches nested dicts)."""
-    value: Any = result
-    for part in [metric] if result and metric in result else metric.split("/"):
-        if not isinstance(value, Mapping) or part not in value:
-            return False
-        value = value[part]
-    return is_number(value) and not is_finite_number(value)
+__all__ = ["DivergenceStopper"]
 
 
 class DivergenceStopper(Stopper):

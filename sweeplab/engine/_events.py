@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from ray.tune import Callback
 
+from sweeplab._numbers import diverged
 from sweeplab.engine._callbacks import SweepCallback, TrialView
-from sweeplab.engine._divergence import diverged
 from sweeplab.keys import ITERATION_KEY
 from sweeplab.raycompat import trial_error_text
 

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 from rich.console import Console
 
+from sweeplab._numbers import diverged
 from sweeplab.engine import TrialView
 from sweeplab.engine._display import LiveTable
-from sweeplab.engine._divergence import DivergenceStopper, diverged
+from sweeplab.engine._divergence import DivergenceStopper
 from sweeplab.engine._events import SweepEvents
 
 
