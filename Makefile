@@ -11,7 +11,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	# The CPU build first: a plain `torch` requirement would pull a multi-GB CUDA build.
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev,hf]'
+	$(BIN)/pip install --quiet -e '.[dev,hf,bench]'
 	touch $(STAMP)
 
 ## Runs a real sweep of experiments/quickstart.py on a local Ray and a local MLflow store.

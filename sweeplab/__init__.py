@@ -51,11 +51,13 @@ __all__ = [
     "quniform",
     "randint",
     "run_sweep",
+    "simulate",
     "uniform",
 ]
 
 _LAZY = {
     "run_sweep": "sweeplab.engine",
+    "simulate": "sweeplab.simulation",
     "SweepOptions": "sweeplab.engine",
     "SweepOutcome": "sweeplab.engine",
     "SweepCallback": "sweeplab.engine",

@@ -3,7 +3,9 @@
 :class:`OptunaSearcher` is the user-facing recipe: ``Sweep(searcher=OptunaSearcher(...))``, compiled
 against the sweep's own space, metric, mode, seed and trial count. ``searcher="optuna"`` is
 ``OptunaSearcher()``. The defaults are what ``python -m benchmarks.search`` measured best
-(docs/search.md).
+(docs/search.md). The levers for curves whose early iterations mislead (``rung_view``,
+``random_fraction``, ``rung_weighting``, ``aggregate``) are off by default, each keeping the
+behaviour it refines, until the benchmark decides.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from sweeplab.errors import SpecError
 if TYPE_CHECKING:
     from sweeplab.space._space import Space
 
-__all__ = ["SAMPLERS", "OptunaSearcher", "startup_trials"]
+__all__ = ["AGGREGATES", "SAMPLERS", "VIEWS", "OptunaSearcher", "startup_trials"]
 
 SAMPLERS = ("tpe", "gp")
+VIEWS = ("pruned", "bohb")
+AGGREGATES = ("rung", "last")
 
 
 def startup_trials(num_trials: int) -> int:
@@ -51,6 +55,24 @@ class OptunaSearcher:
             at least one more than the space has parameters.
         good_fraction: TPE only: the share of the observations it models as good (at most 25
             trials); None: Optuna's own 10 %.
+        rung_view: Under the rung rule, what the model sees of a trial that stopped below the
+            chosen rung: ``"pruned"``, a PRUNED (bad) observation; ``"bohb"``, nothing, as in
+            BOHB, whose model of a rung knows only the trials observed at that rung.
+        random_fraction: The probability, ``0 <= random_fraction < 1``, that a trial's config
+            is drawn at random instead of from the model, as BOHB does (it uses 1/3). The draw
+            is fixed by the seed and the trial's number; the trial is recorded as any other.
+        rung_weighting: Under the rung rule, model every rung with enough observations instead
+            of only the highest, as Hyper-Tune does: each rung is weighted by how well its
+            ranking agrees with the highest rung's on the trials that reached both (Kendall's
+            tau, clipped at 0; the highest rung weighs 1), and each trial is proposed from one
+            rung's model, drawn with probability proportional to the weights. A rung whose
+            ranking disagrees proposes nothing, so misleading early rungs fall back to the rule.
+        aggregate: ``"rung"``: the rung rule's value at the chosen rung; ``"last"``: every
+            ended trial is modelled as complete with its last value, ranked by that value alone
+            (how far it got counts only through its value; equal values keep trial order). It
+            replaces the rung, so it needs ``rung_rule`` and excludes ``rung_view="bohb"`` and
+            ``rung_weighting``. ``rung_rule=False`` is the other ranking: stopped trials below
+            finished ones, by how far they got.
     """
 
     sampler: str = "tpe"
@@ -59,6 +81,10 @@ class OptunaSearcher:
     startup_trials: int | None = None
     min_points: int | None = None
     good_fraction: float | None = None
+    rung_view: str = "pruned"
+    random_fraction: float = 0.0
+    rung_weighting: bool = False
+    aggregate: str = "rung"
 
     def __post_init__(self) -> None:
         if self.sampler not in SAMPLERS:
@@ -79,10 +105,57 @@ class OptunaSearcher:
                 "OptunaSearcher.good_fraction must be a number between 0 and 1, "
                 f"got {self.good_fraction!r}."
             )
+        self._check_levers()
+
+    def _check_levers(self) -> None:
+        for name, allowed in (("rung_view", VIEWS), ("aggregate", AGGREGATES)):
+            if getattr(self, name) not in allowed:
+                raise SpecError(
+                    f"OptunaSearcher.{name} must be one of {list(allowed)}, "
+                    f"but got {getattr(self, name)!r}."
+                )
+        fraction = self.random_fraction
+        if isinstance(fraction, bool) or not (
+            isinstance(fraction, (int, float)) and 0 <= fraction < 1
+        ):
+            raise SpecError(
+                f"OptunaSearcher.random_fraction must be a number with 0 <= random_fraction < 1, "
+                f"but got {fraction!r}."
+            )
+        if not isinstance(self.rung_weighting, bool):
+            raise SpecError(
+                f"OptunaSearcher.rung_weighting must be True or False, "
+                f"but got {self.rung_weighting!r}."
+            )
+        refinements = {
+            "rung_view": self.rung_view != "pruned",
+            "rung_weighting": self.rung_weighting,
+            "aggregate": self.aggregate != "rung",
+        }
+        for name, changed in refinements.items():
+            if changed and not self.rung_rule:
+                raise SpecError(
+                    f"OptunaSearcher.{name} shapes the rung rule's view of the study, so it "
+                    f"needs rung_rule=True, but got rung_rule=False and {name}="
+                    f"{getattr(self, name)!r}."
+                )
+        if self.aggregate == "last":
+            for name in ("rung_view", "rung_weighting"):
+                if refinements[name]:
+                    raise SpecError(
+                        f"OptunaSearcher.aggregate='last' models no rung, so {name} must keep "
+                        f"its default, but got {name}={getattr(self, name)!r}."
+                    )
 
     def __str__(self) -> str:
-        rule = ", rung rule" if self.rung_rule else ""
-        return f"optuna ({self.sampler}{rule})"
+        rule = ", rung rule" if self.rung_rule and self.aggregate == "rung" else ""
+        levers = [
+            "bohb view" if self.rung_view != "pruned" else "",
+            "rung weighting" if self.rung_weighting else "",
+            "last value" if self.aggregate == "last" else "",
+            f"{100 * self.random_fraction:.3g}% random" if self.random_fraction else "",
+        ]
+        return f"optuna ({', '.join([self.sampler + rule, *filter(None, levers)])})"
 
     def build(
         self, space: Space, *, metric: str, mode: str, seed: int | None, num_trials: int
@@ -120,11 +193,23 @@ class OptunaSearcher:
                     constant_liar=True,
                     gamma=gamma,
                 )
-        if not self.rung_rule:
-            return base
-        from sweeplab.space._rung_sampler import RungSampler
+        sampler = base
+        if self.rung_rule:
+            from sweeplab.space._rung_sampler import RungSampler
 
-        return RungSampler(base, self.min_points or max(startup, space.dimensions + 1))
+            sampler = RungSampler(
+                base,
+                self.min_points or max(startup, space.dimensions + 1),
+                view=self.rung_view,
+                aggregate=self.aggregate,
+                weighting=self.rung_weighting,
+                seed=seed,
+            )
+        if self.random_fraction:
+            from sweeplab.space._random_interleave import RandomInterleavedSampler
+
+            sampler = RandomInterleavedSampler(sampler, self.random_fraction, seed=seed)
+        return sampler
 
 
 @dataclasses.dataclass(frozen=True)

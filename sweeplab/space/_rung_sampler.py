@@ -5,12 +5,33 @@ with its intermediate values, so plain TPE ranks it below every finished trial b
 BOHB (Falkner et al., 2018) instead compares trials *at one budget*: the model is fitted on the
 values at the highest budget with enough observations. :class:`RungSampler` does that over any
 Optuna sampler (TPE, GP): in the view of the study it hands to its base sampler, a trial that
-reported the chosen step is COMPLETE with its value there, and a trial that ended below it is
-PRUNED (a bad observation, which TPE ranks below every complete one and GP leaves out).
+reported the chosen step is COMPLETE with its value there. A trial that ended below it is, by
+``view``:
+
+- ``"pruned"``: PRUNED, a bad observation, which TPE ranks below every complete one (GP leaves
+  it out). The early-ranking bias comes back through these: a trial stopped at rung 1 counts
+  against its region, however misleading rung 1 is.
+- ``"bohb"``: left out, as BOHB does: the model of a rung knows only the trials observed there.
+
+Two refinements, each an option:
+
+- ``weighting`` (Hyper-Tune, Li et al. 2022): every rung with enough observations is a model,
+  weighted by how well its ranking agrees with the highest rung's (:func:`rank_agreement`), and
+  each trial is proposed from one rung's view, drawn with probability proportional to the
+  weights. TPE takes no weights per observation, so the rungs are mixed per proposal: in
+  expectation a rung proposes its weight's share of the trials, a rung whose ranking disagrees
+  with the top proposes none, and when only the top agrees the rule is BOHB's again.
+- ``aggregate="last"``: no rung is chosen; every ended trial is COMPLETE with its last value,
+  as Ray's Optuna searcher tells Optuna (see :class:`RungSampler`).
+
+"Left out" means FAIL in the view (Optuna's samplers model no FAIL trial): the view keeps every
+trial of the study under its own number, which the base sampler relies on.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import warnings
 from collections import Counter
 from collections.abc import Sequence
@@ -21,7 +42,38 @@ from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler
 from optuna.trial import FrozenTrial, TrialState, create_trial
 
-__all__ = ["RungSampler"]
+from sweeplab.space._optuna_searcher import AGGREGATES, VIEWS
+from sweeplab.space._trial_draws import RUNG_CHOICE, seed_entropy, trial_draw
+
+__all__ = ["RungSampler", "rank_agreement"]
+
+_ENDED = (TrialState.COMPLETE, TrialState.PRUNED)
+_LAST = "last"  # the view's key under `aggregate="last"`
+
+
+def rank_agreement(pairs: Sequence[tuple[float, float]]) -> float:
+    """Kendall's tau-b of the pairs' two rankings, clipped at 0; 0 when it is undefined.
+
+    1: the two rankings agree on every pair of trials; 0: no better than chance, or worse.
+    """
+    if len(pairs) < 2:
+        return 0.0
+    from scipy.stats import kendalltau
+
+    low, high = zip(*pairs, strict=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a constant ranking: tau is NaN, and scipy warns
+        tau = float(kendalltau(low, high).statistic)
+    return max(0.0, tau) if math.isfinite(tau) else 0.0
+
+
+@dataclasses.dataclass
+class _Views:
+    """The views of one state of the study, built as trials ask for them."""
+
+    key: tuple[int, int]
+    weights: dict[int, float]
+    built: dict[int | str, optuna.Study] = dataclasses.field(default_factory=dict)
 
 
 class RungSampler(BaseSampler):
@@ -30,17 +82,53 @@ class RungSampler(BaseSampler):
     Before any step has ``min_points`` observations, ``base`` sees the study itself. Running and
     failed trials are in the view as they are (TPE's constant liar still sees running ones).
 
+    Under ``aggregate="last"``, ``base`` sees every ended trial as COMPLETE with its last value
+    (a finished trial's told value, a stopped trial's last intermediate one; a stopped trial
+    with no value is left out). Its rank is that value alone: how far a trial got counts only
+    through its value (on a curve that improves with training, the trial that went further
+    usually has the better one), and equal values keep the trials' order. Ranking by how far a
+    trial got first is what the study itself says (PRUNED below COMPLETE), i.e.
+    ``OptunaSearcher(rung_rule=False)``. ``min_points``, ``view`` and ``weighting`` are unused.
+
     Args:
         base: The sampler to fit (``TPESampler`` or ``GPSampler``).
         min_points: Ended trials that must have reported a step before it is modelled.
+        view: What the view holds of a trial that ended below the rung: ``"pruned"``, PRUNED;
+            ``"bohb"``, nothing (see the module's docstring).
+        aggregate: ``"rung"``: a trial's value at the chosen rung; ``"last"``: its last value.
+        weighting: Propose each trial from a rung drawn by :meth:`rung_weights` (the module's
+            docstring says how); False: always from the highest rung with enough points.
+        seed: Seeds the rung drawn for each trial; None: not reproducible.
     """
 
-    def __init__(self, base: BaseSampler, min_points: int) -> None:
+    def __init__(
+        self,
+        base: BaseSampler,
+        min_points: int,
+        *,
+        view: str = "pruned",
+        aggregate: str = "rung",
+        weighting: bool = False,
+        seed: int | None = None,
+    ) -> None:
         if min_points < 1:
             raise ValueError(f"min_points must be >= 1, but got {min_points}.")
+        if view not in VIEWS:
+            raise ValueError(f"view must be one of {list(VIEWS)}, but got {view!r}.")
+        if aggregate not in AGGREGATES:
+            raise ValueError(f"aggregate must be one of {list(AGGREGATES)}, but got {aggregate!r}.")
+        if aggregate == _LAST and (view != "pruned" or weighting):
+            raise ValueError(
+                f"aggregate='last' chooses no rung, so `view` and `weighting` must keep their "
+                f"defaults, but got ({view=}, {weighting=})."
+            )
         self.base = base
         self.min_points = min_points
-        self._cache: tuple[tuple[int, int], optuna.Study] | None = None
+        self.view = view
+        self.aggregate = aggregate
+        self.weighting = weighting
+        self._entropy = seed_entropy(seed)
+        self._cache: _Views | None = None
 
     def infer_relative_search_space(
         self, study: optuna.Study, trial: FrozenTrial
@@ -76,44 +164,86 @@ class RungSampler(BaseSampler):
 
     def reseed_rng(self) -> None:
         self.base.reseed_rng()
+        self._entropy = seed_entropy(None)
 
     def rung(self, trials: Sequence[FrozenTrial]) -> int | None:
         """The highest step that at least ``min_points`` ended trials reported, or None."""
-        counts: Counter[int] = Counter()
-        for t in trials:
-            if t.state in (TrialState.COMPLETE, TrialState.PRUNED):
-                counts.update(t.intermediate_values.keys())
+        counts = _step_counts(trials)
         enough = [step for step, n in counts.items() if n >= self.min_points]
         return max(enough) if enough else None
+
+    def rung_weights(self, trials: Sequence[FrozenTrial]) -> dict[int, float]:
+        """The rungs to propose from, each with its weight; empty before any rung has enough.
+
+        Without ``weighting``: the highest rung with enough points, weight 1. With it, also
+        every lower rung that ``min_points`` ended trials reported and at which some trial
+        ended (a rung of the scheduler, not a step in between), weighted by
+        :func:`rank_agreement` of its values with the highest rung's, over the trials that
+        reported both. The highest rung agrees with itself: weight 1.
+        """
+        top = self.rung(trials)
+        if top is None:
+            return {}
+        weights = {top: 1.0}
+        if not self.weighting:
+            return weights
+        ended = [t for t in trials if t.state in _ENDED and t.intermediate_values]
+        counts = _step_counts(ended)
+        stops = {max(t.intermediate_values) for t in ended}
+        at_top = [t.intermediate_values for t in ended if top in t.intermediate_values]
+        for step in sorted(stops):
+            if step < top and counts[step] >= self.min_points:
+                pairs = [(v[step], v[top]) for v in at_top if step in v]
+                weights[step] = rank_agreement(pairs)
+        return dict(sorted(weights.items()))
+
+    def rung_for(self, trials: Sequence[FrozenTrial], number: int) -> int | None:
+        """The rung whose view proposes trial ``number``; None: the study itself.
+
+        A draw fixed by the seed and ``number`` picks among :meth:`rung_weights`, with
+        probability proportional to the weights.
+        """
+        return self.pick_rung(self.rung_weights(trials), number)
+
+    def pick_rung(self, weights: dict[int, float], number: int) -> int | None:
+        """The rung of ``weights`` drawn for trial ``number``; None when ``weights`` is empty."""
+        if len(weights) <= 1:
+            return next(iter(weights), None)
+        threshold = trial_draw(self._entropy, RUNG_CHOICE, number) * sum(weights.values())
+        total = 0.0
+        for step, weight in weights.items():
+            total += weight
+            if threshold < total:
+                return step
+        return max(weights)  # rounding at the very top of the sum
 
     def _view(self, study: optuna.Study, trial: FrozenTrial) -> tuple[optuna.Study, FrozenTrial]:
         trials = study.get_trials(deepcopy=False)
         key = (len(trials), sum(t.state.is_finished() for t in trials))
-        if self._cache is None or self._cache[0] != key:
-            self._cache = (key, self._build(study, trials))
-        view = self._cache[1]
-        if view is study:
+        if self._cache is None or self._cache.key != key:
+            weights = {} if self.aggregate == _LAST else self.rung_weights(trials)
+            self._cache = _Views(key, weights)
+        target: int | str | None
+        if self.aggregate == _LAST:
+            target = _LAST if any(t.state == TrialState.PRUNED for t in trials) else None
+        else:
+            target = self.pick_rung(self._cache.weights, trial.number)
+        if target is None:
             return study, trial
+        if target not in self._cache.built:
+            self._cache.built[target] = self._build(study, trials, target)
+        view = self._cache.built[target]
         # The view holds every trial of the study in the same order, so under the same number;
         # the base sampler is given the view's own copy of the trial, so that what it writes
         # through the trial (its system attributes) lands in the view's storage.
         return view, view.get_trials(deepcopy=False)[trial.number]
 
-    def _build(self, study: optuna.Study, trials: Sequence[FrozenTrial]) -> optuna.Study:
-        step = self.rung(trials)
-        if step is None:
-            return study
+    def _build(
+        self, study: optuna.Study, trials: Sequence[FrozenTrial], target: int | str
+    ) -> optuna.Study:
         view = optuna.create_study(directions=study.directions, sampler=self.base)
         for t in trials:
-            state, value = t.state, None
-            steps = dict(t.intermediate_values)
-            if t.state in (TrialState.COMPLETE, TrialState.PRUNED):
-                if step in steps:
-                    state, value = TrialState.COMPLETE, steps[step]
-                    steps = {s: v for s, v in steps.items() if s <= step}
-                else:
-                    # Ended below the rung (stopped, or its function returned early).
-                    state = TrialState.PRUNED
+            state, value, steps = self._observed(t, target)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 view.add_trial(
@@ -128,6 +258,38 @@ class RungSampler(BaseSampler):
                 )
         return view
 
+    def _observed(
+        self, t: FrozenTrial, target: int | str
+    ) -> tuple[TrialState, float | None, dict[int, float]]:
+        """What the view at ``target`` says of trial ``t``: its state, value and steps."""
+        steps = dict(t.intermediate_values)
+        if t.state not in _ENDED:
+            return t.state, None, steps
+        if target == _LAST:
+            if t.state == TrialState.COMPLETE:
+                return t.state, t.value, steps
+            if steps:
+                return TrialState.COMPLETE, steps[max(steps)], steps
+            return TrialState.FAIL, None, steps
+        assert isinstance(target, int)
+        if target in steps:
+            return (
+                TrialState.COMPLETE,
+                steps[target],
+                {s: v for s, v in steps.items() if s <= target},
+            )
+        # Ended below the rung (stopped, or its function returned early).
+        return (TrialState.PRUNED if self.view == "pruned" else TrialState.FAIL), None, steps
+
     def __getstate__(self) -> dict[str, Any]:
         # The view is rebuilt from the study; Tune pickles the searcher with its sampler.
         return {**self.__dict__, "_cache": None}
+
+
+def _step_counts(trials: Sequence[FrozenTrial]) -> Counter[int]:
+    """How many ended trials reported each step."""
+    counts: Counter[int] = Counter()
+    for t in trials:
+        if t.state in _ENDED:
+            counts.update(t.intermediate_values.keys())
+    return counts

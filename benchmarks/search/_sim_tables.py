@@ -1,0 +1,111 @@
+"""The simulated search benchmark's printed tables: one per problem, and the issue's checks."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from benchmarks.search._sim_strategies import BEST_GRACE
+
+__all__ = ["print_tables"]
+
+
+def _fraction(summary: dict[str, Any]) -> str:
+    median = summary["median"]
+    if isinstance(median, float) and math.isnan(median):
+        return "-"
+    text = "never" if math.isinf(median) else f"{median:.2f}"
+    return f"{text} ({summary['reached']}/{summary['seeds']})"
+
+
+def _share(value: float | None) -> str:
+    if value is None or math.isnan(value):
+        return "-"
+    return "never" if math.isinf(value) else f"{value:.2f}"
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def print_tables(report: dict[str, Any]) -> None:
+    """Prints, with rich, a table per problem (a row per strategy: medians over seeds), the
+    checks of the candidate, and the time of the full benchmark by extrapolation."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=max(120, Console().width))
+    candidate = report["checks"]["candidate"]
+    for name, result in report["problems"].items():
+        table = Table(
+            title=f"{result['title']} ({name}): budget {result['budget']} iterations, "
+            f"{len(report['config']['seeds'])} seeds, {result['mode']} {result['score']}",
+            title_justify="left",
+        )
+        table.add_column("strategy")
+        table.add_column("to random+fifo's final (median, reached)", justify="right")
+        table.add_column("to random+asha's median final", justify="right")
+        table.add_column("median final", justify="right")
+        table.add_column(f"median regret ({result['regret_reference']})", justify="right")
+        table.add_column("trials", justify="right")
+        table.add_column("s/run", justify="right")
+        for strategy, summary in result["summary"].items():
+            if strategy.startswith("random+asha-g"):
+                continue  # shown through the best-grace row; every grace is in the JSON
+            label = strategy
+            if strategy == BEST_GRACE:
+                label += f" (grace {summary['grace']})"
+            if strategy == candidate:
+                label = f"[bold]{label}[/bold] (candidate)"
+            if summary["errors"]:
+                label += f" [red]{summary['errors']} errors[/red]"
+            table.add_row(
+                label,
+                _fraction(summary["to_fifo_target"]),
+                _fraction(summary["to_asha_median_final"]),
+                _number(summary["final_best_median"]),
+                _number(summary["regret_median"]),
+                _number(summary["trials_median"]),
+                _number(summary["run_s_mean"]),
+            )
+        console.print(table)
+    table = Table(
+        title=f"issue 22's checks of {candidate} against random+asha", title_justify="left"
+    )
+    table.add_column("check")
+    table.add_column("figure")
+    table.add_column("passed")
+    found = report["checks"]
+    i, ii = found["i_lcbench_half_budget"], found["ii_never_much_worse"]
+    iii, iv = found["iii_regret_wilcoxon"], found["iv_mislead"]
+    rows = [
+        (i["rule"], f"{i['tasks_within']} of {i['tasks']} tasks run", i["passed"]),
+        (ii["rule"], f"failing: {', '.join(ii['failing']) or 'none'}", ii["passed"]),
+        (
+            iii["rule"],
+            f"p = {_number(iii['p'])} over {iii['pairs']} pairs ({iii['lower']} lower, "
+            f"{iii['higher']} higher)"
+            + (
+                f"; LCBench alone: p = {_number(iii['lcbench_only']['p'])}"
+                if "lcbench_only" in iii
+                else ""
+            ),
+            iii["passed"],
+        ),
+        (
+            iv["rule"],
+            f"{_share(iv.get('candidate'))} against {_share(iv.get('random+asha'))}"
+            if iv["passed"] is not None
+            else "mislead not run",
+            iv["passed"],
+        ),
+    ]
+    for rule, figure, passed in rows:
+        table.add_row(rule, figure, {True: "yes", False: "[red]no[/red]", None: "-"}[passed])
+    console.print(table)
+    full = report["timing"]["full_run"]
+    console.print(
+        f"this run: {report['timing']['wall_s']:.1f} s; the full benchmark ({full['what']}) "
+        f"extrapolates to {full['wall_s_estimate']:.0f} s (goal {full['goal_s']:.0f} s)"
+        + (f"; not measured: {', '.join(full['not_measured'])}" if full["not_measured"] else "")
+    )

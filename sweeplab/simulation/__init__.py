@@ -1,0 +1,27 @@
+"""Simulating a sweep's strategy against a learning curve, with no Ray runtime.
+
+``sweeplab.simulate(sweep, curve, workers=4, seed=0)`` runs the searcher and the scheduler that
+``sweeplab sweep`` builds for `sweep` against ``curve(config, iteration) -> (metrics,
+seconds)``, on simulated workers and a simulated clock, and returns every trial's history::
+
+    import sweeplab
+
+    def curve(config, iteration):
+        loss = (config["lr"] - 0.01) ** 2 + 1 / iteration
+        return {"loss": loss}, 30.0  # the metrics, and the seconds the iteration took
+
+    sim = sweeplab.simulate(sweep, curve, workers=4, seed=0)
+    sim.best(), sim.iterations, sim.wall_s
+
+Trials start no processes, so a thousand-trial sweep simulates in seconds: a strategy can be
+tried on a model of one's curves before spending GPUs. FIFO, ASHA and median stopping are
+simulated with every searcher; PBT, HyperBand (schedulers that pause trials) and warm starts
+are refused. Ray Tune's library is imported, Ray itself is never started.
+"""
+
+from __future__ import annotations
+
+from sweeplab.simulation._records import Report, SimulatedTrial, Simulation
+from sweeplab.simulation._simulate import simulate
+
+__all__ = ["Report", "SimulatedTrial", "Simulation", "simulate"]

@@ -1,0 +1,95 @@
+"""What a simulated sweep leaves behind: every report, every trial and the simulated clock."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from sweeplab._numbers import is_finite_number
+from sweeplab.errors import SpecError
+
+__all__ = ["STATUSES", "Report", "SimulatedTrial", "Simulation"]
+
+# How a simulated trial ended.
+STATUSES = ("finished", "stopped", "diverged")
+
+
+@dataclasses.dataclass(frozen=True)
+class Report:
+    """One report of a simulated trial.
+
+    Attributes:
+        trial_id: The trial that reported.
+        iteration: Its ``training_iteration``: 1 for the first report.
+        metrics: The metrics the curve gave for that iteration.
+        time_s: The simulated time at which the report arrived, in seconds since the sweep
+            started.
+    """
+
+    trial_id: str
+    iteration: int
+    metrics: Mapping[str, Any]
+    time_s: float
+
+
+@dataclasses.dataclass(frozen=True)
+class SimulatedTrial:
+    """One trial of a simulated sweep.
+
+    Attributes:
+        trial_id: Its id, as the searcher and the scheduler knew it.
+        config: The config its training function would get (decoded, in final nested shape).
+        reports: Its reports, by iteration.
+        status: ``"finished"`` (it trained ``max_iterations``), ``"stopped"`` (the scheduler
+            or the iteration budget stopped it earlier) or ``"diverged"`` (it reported a NaN or
+            infinite metric, and stopped there).
+        stopped_at: The iteration of its last report; 0 when it reported nothing.
+    """
+
+    trial_id: str
+    config: dict[str, Any]
+    reports: list[Report]
+    status: str
+    stopped_at: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Simulation:
+    """A simulated sweep: its trials and reports on the simulated clock.
+
+    Attributes:
+        trials: Every trial, in the order the searcher created them.
+        reports: Every report, in the order they arrived (simulated time; ties by trial).
+        wall_s: Simulated seconds from the start to the last report.
+        iterations: Iterations trained in all (the number of reports).
+        metric: The sweep's metric.
+        mode: The sweep's mode, ``"min"`` or ``"max"``.
+    """
+
+    trials: list[SimulatedTrial]
+    reports: list[Report]
+    wall_s: float
+    iterations: int
+    metric: str
+    mode: str
+
+    def best(self, metric: str | None = None, mode: str | None = None) -> float | None:
+        """The best finite value of `metric` that any trial reported; None if there is none.
+
+        Args:
+            metric: The metric; None: the sweep's.
+            mode: ``"min"`` or ``"max"``; None: the sweep's.
+        """
+        metric = self.metric if metric is None else metric
+        mode = self.mode if mode is None else mode
+        if mode not in ("min", "max"):
+            raise SpecError(f"mode must be 'min' or 'max', but got {mode!r}.")
+        values = [
+            float(report.metrics[metric])
+            for report in self.reports
+            if is_finite_number(report.metrics.get(metric))
+        ]
+        if not values:
+            return None
+        return min(values) if mode == "min" else max(values)

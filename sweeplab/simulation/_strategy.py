@@ -1,0 +1,262 @@
+"""The scheduler and the trial source of a simulated sweep: the objects `sweeplab sweep` builds.
+
+The scheduler and the search algorithm come from the strategy registry
+(`sweeplab.strategies.build_scheduler`, `build_search`), as the engine's Tuner gets them, and
+are set up the way ``tune.Tuner`` sets them up (Ray Tune 2.60, ``tune.py``):
+
+- the scheduler is told the sweep's metric and mode (``set_search_properties``);
+- a ``Searcher`` is wrapped in Tune's own ``ConcurrencyLimiter`` at the trial limit the engine
+  passes as ``max_concurrent_trials`` (`tune_trial_limit`), and asked for one config per new
+  trial as Tune's ``SearchGenerator`` asks it (`SearcherSource`);
+- any other search algorithm (Tune's ``BasicVariantGenerator``, for a grid) makes its own trials
+  from an ``Experiment`` over the param space, as under Tune (`AlgorithmSource`).
+
+Strategies whose behaviour the simulator does not model are refused before anything runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import tempfile
+from typing import Any, Protocol
+
+from sweeplab.errors import SpecError
+from sweeplab.space import TuneSearch
+from sweeplab.strategies import (
+    RuleBreak,
+    StrategySweep,
+    build_scheduler,
+    build_search,
+    scheduler_traits,
+    tune_trial_limit,
+)
+
+__all__ = [
+    "AlgorithmSource",
+    "SearcherSource",
+    "TrialSource",
+    "simulated_scheduler",
+    "simulated_source",
+    "simulation_rule_break",
+]
+
+_PAUSES = (
+    "cannot be simulated: it pauses trials and resumes them later, which the simulator does "
+    "not model (it runs schedulers that only stop trials: 'fifo', 'asha', 'median'); "
+    "'asha' is the asynchronous form of successive halving"
+)
+_EXPLOITS = (
+    "cannot be simulated: PBT restarts trials from other trials' checkpoints with mutated "
+    "configs, which a learning curve of (config, iteration) does not model"
+)
+_WARM_START = (
+    "cannot be simulated: a warm start is the engine's to plan from earlier sweeps; "
+    "simulate the sweep without it"
+)
+
+
+def simulation_rule_break(sweep: StrategySweep) -> RuleBreak | None:
+    """The rule of the simulator that `sweep` breaks, or None.
+
+    PBT and any scheduler that pauses trials (HyperBand) are refused: a paused trial's
+    resumption depends on Tune's actor and checkpoint timing, which the simulator does not
+    reproduce faithfully. So is a warm start (planned by the engine from earlier sweeps).
+    """
+    traits = scheduler_traits(sweep.scheduler, declared=sweep.scheduler_traits)
+    if traits.exploits:
+        return RuleBreak("scheduler", _EXPLOITS, sweep.scheduler)
+    if traits.pauses:
+        return RuleBreak("scheduler", _PAUSES, sweep.scheduler)
+    if sweep.warm_start is not None:
+        return RuleBreak("warm_start", _WARM_START, sweep.warm_start)
+    return None
+
+
+def simulated_scheduler(sweep: StrategySweep, *, workers: int) -> Any:
+    """The sweep's Tune scheduler, told the sweep's metric and mode as ``tune.Tuner`` does.
+
+    Raises:
+        SpecError: If a configured scheduler object has a metric or mode of its own.
+    """
+    scheduler = build_scheduler(sweep, max_running=workers)
+    if not scheduler.set_search_properties(sweep.metric, sweep.mode):
+        raise RuleBreak(
+            "scheduler",
+            "must not set its own `metric` or `mode`: the sweep's are passed to it, as "
+            "`sweeplab sweep` passes them to Tune",
+            scheduler,
+        ).error()
+    return scheduler
+
+
+class TrialSource(Protocol):
+    """Where new trials come from: a search algorithm, as Tune's controller sees it."""
+
+    def next_trial(self) -> tuple[str, dict[str, Any]] | None:
+        """A new trial's id and (backend-shaped) config, or None when none can be made now."""
+        ...
+
+    def is_finished(self) -> bool:
+        """Whether it will make no more trials."""
+        ...
+
+    def set_finished(self) -> None:
+        """Makes no more trials (the iteration budget is spent)."""
+        ...
+
+    def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None: ...
+
+    def on_trial_complete(
+        self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
+    ) -> None: ...
+
+
+class SearcherSource:
+    """A Tune ``Searcher`` behind Tune's ``ConcurrencyLimiter``, asked as ``SearchGenerator`` asks.
+
+    ``SearchGenerator`` itself builds a full Tune ``Trial`` per suggestion (a storage context,
+    a placement group factory); the simulator needs only the id and the config, so this class
+    keeps its bookkeeping (the count of trials made against ``num_samples``, ``FINISHED``)
+    and makes none.
+
+    Args:
+        searcher: The search algorithm of the sweep's `TuneSearch`.
+        param_space: The `TuneSearch`'s param space (merged under each suggestion).
+        num_samples: Trials to make.
+        max_concurrent: The trial limit the engine gives Tune (``max_concurrent_trials``).
+    """
+
+    def __init__(
+        self, searcher: Any, *, param_space: dict[str, Any], num_samples: int, max_concurrent: int
+    ) -> None:
+        from ray.tune.search import ConcurrencyLimiter
+
+        self.searcher = ConcurrencyLimiter(searcher, max_concurrent=max_concurrent)
+        self.param_space = param_space
+        self.num_samples = num_samples
+        self.made = 0
+        self.finished = False
+        self._ids = (f"sim_{index:05d}" for index in itertools.count())
+        self._pending_id: str | None = None
+
+    def next_trial(self) -> tuple[str, dict[str, Any]] | None:
+        from ray.tune.search import Searcher
+        from ray.tune.utils.util import merge_dicts
+
+        if self.is_finished():
+            return None
+        # Tune draws a fresh id for each attempt; an id the limiter refused is never seen again.
+        trial_id = self._pending_id or next(self._ids)
+        suggested = self.searcher.suggest(trial_id)
+        if suggested == Searcher.FINISHED:
+            self.finished = True
+            self._pending_id = None
+            return None
+        if suggested is None:
+            self._pending_id = trial_id
+            return None
+        self._pending_id = None
+        self.made += 1
+        return trial_id, merge_dicts(self.param_space, copy.deepcopy(suggested))
+
+    def is_finished(self) -> bool:
+        return self.finished or self.made >= self.num_samples
+
+    def set_finished(self) -> None:
+        self.finished = True
+
+    def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
+        self.searcher.on_trial_result(trial_id, result)
+
+    def on_trial_complete(
+        self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
+    ) -> None:
+        self.searcher.on_trial_complete(trial_id, result=result, error=error)
+
+
+class AlgorithmSource:
+    """A Tune ``SearchAlgorithm`` (a grid's ``BasicVariantGenerator``) making its own trials.
+
+    It is given the sweep's param space in an ``Experiment``, as ``tune.Tuner`` gives it; the
+    experiment's folder is a temporary one, removed by `close`. Tune runs no concurrency
+    limiter over such an algorithm.
+
+    Args:
+        algorithm: The search algorithm of the sweep's `TuneSearch`.
+        search: The `TuneSearch` (its param space and ``num_samples``).
+        metric, mode: The sweep's.
+    """
+
+    def __init__(self, algorithm: Any, search: TuneSearch, *, metric: str, mode: str) -> None:
+        from ray.tune.experiment import Experiment
+
+        self.algorithm = algorithm
+        self._folder = tempfile.TemporaryDirectory(prefix="sweeplab-simulate-")
+        experiment = Experiment(
+            "simulated",
+            run=_no_training,
+            config=search.param_space,
+            num_samples=search.num_samples,
+            storage_path=self._folder.name,
+        )
+        if search.param_space:
+            algorithm.set_search_properties(metric, mode, search.param_space)
+        algorithm.add_configurations([experiment])
+
+    def next_trial(self) -> tuple[str, dict[str, Any]] | None:
+        trial = self.algorithm.next_trial()
+        return None if trial is None else (trial.trial_id, trial.config)
+
+    def is_finished(self) -> bool:
+        return bool(self.algorithm.is_finished())
+
+    def set_finished(self) -> None:
+        self.algorithm.set_finished()
+
+    def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
+        self.algorithm.on_trial_result(trial_id, result)
+
+    def on_trial_complete(
+        self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
+    ) -> None:
+        self.algorithm.on_trial_complete(trial_id, result=result, error=error)
+
+    def close(self) -> None:
+        self._folder.cleanup()
+
+
+def _no_training(config: dict[str, Any]) -> None:
+    """The trainable named in a grid's ``Experiment``: the simulator never runs it."""
+
+
+def simulated_source(sweep: StrategySweep, *, workers: int) -> SearcherSource | AlgorithmSource:
+    """The trial source of `sweep`, run at most `workers` trials at once.
+
+    Raises:
+        SpecError: If the sweep's searcher is neither a Tune ``Searcher`` nor a
+            ``SearchAlgorithm``.
+    """
+    from ray.tune.search import SearchAlgorithm, Searcher
+
+    search = build_search(sweep)
+    alg = search.search_alg
+    if isinstance(alg, Searcher):
+        limit = tune_trial_limit(
+            scheduler_traits(sweep.scheduler, declared=sweep.scheduler_traits),
+            concurrency=workers,
+            total_trials=search.num_samples,
+            waiting_holds_nothing=False,
+        )
+        return SearcherSource(
+            alg,
+            param_space=search.param_space,
+            num_samples=search.num_samples,
+            max_concurrent=limit,
+        )
+    if isinstance(alg, SearchAlgorithm):
+        return AlgorithmSource(alg, search, metric=sweep.metric, mode=sweep.mode)
+    raise SpecError(
+        "Sweep field `searcher` cannot be simulated: it must build a Ray Tune `Searcher` or "
+        f"`SearchAlgorithm`, but got {alg!r}."
+    )

@@ -1,0 +1,115 @@
+"""The simulator is faithful: on real Ray, `run_sweep` makes the same trials and stops them alike.
+
+Each case runs one small, deterministic sweep twice: on a local Ray through `run_sweep`, one
+trial at a time, with a training function that reports a fixed learning curve; and through
+`sweeplab.simulate` with one worker, against the same curve. The searcher is seeded, so both
+must make the same configs in the same order, and the scheduler must stop each trial at the
+same iteration.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sweeplab.simulation import simulate
+from sweeplab.spec import load_spec
+
+pytestmark = pytest.mark.slow
+
+# Iteration 1 ranks the trials by `lr`, the last one by `x`: early stops are real decisions.
+CURVE = """
+def curve(config, iteration):
+    loss = (config["x"] - 0.3) ** 2 + config["lr"] / iteration
+    return {"loss": loss}, 1.0
+"""
+
+SPEC = """
+import json
+
+from ray import train
+
+import sweeplab
+from sweeplab import loguniform, uniform
+{curve}
+
+def train_func(config):
+    for iteration in range(1, {max_iterations} + 1):
+        metrics, _ = curve(config, iteration)
+        train.report({{**metrics, "config_json": json.dumps(config, sort_keys=True)}})
+
+
+sweep = sweeplab.Sweep(
+    name="{name}",
+    train_func=train_func,
+    space={{"x": uniform(0, 1), "lr": loguniform(0.01, 1.0)}},
+    metric="loss",
+    mode="min",
+    searcher="{searcher}",
+    scheduler="{scheduler}",
+    num_trials={num_trials},
+    max_iterations={max_iterations},
+    seed={seed},
+    max_concurrent_trials=1,
+)
+"""
+
+
+def the_curve() -> Any:
+    namespace: dict[str, Any] = {}
+    exec(CURVE, namespace)
+    return namespace["curve"]
+
+
+def real_trials(storage_dir: Path) -> list[tuple[dict[str, Any], int]]:
+    """(config, reports) of each trial Tune ran, in the order the searcher made them."""
+    import pandas as pd
+
+    trials = []
+    for path in (storage_dir / "tune").glob("*/progress.csv"):
+        frame = pd.read_csv(path, dtype={"trial_id": str, "config_json": str})
+        trial_id = str(frame["trial_id"].iloc[0])
+        # Tune names a trial's folder `<trainable>_<trial_id>_<n>_...`, n counting from 1.
+        match = re.search(rf"_{re.escape(trial_id)}_(\d+)_", path.parent.name)
+        assert match, path.parent.name
+        assert list(frame["training_iteration"]) == list(range(1, len(frame) + 1))
+        trials.append((int(match.group(1)), json.loads(frame["config_json"].iloc[0]), len(frame)))
+    return [(config, reports) for _, config, reports in sorted(trials, key=lambda t: t[0])]
+
+
+@pytest.mark.parametrize(
+    ("searcher", "scheduler", "seed"),
+    [("random", "fifo", 3), ("random", "asha", 3), ("optuna", "fifo", 5), ("optuna", "asha", 5)],
+)
+def test_real_ray_and_the_simulator_agree(
+    ray_local: None, in_tmp: Path, searcher: str, scheduler: str, seed: int
+) -> None:
+    from sweeplab.engine import SweepOptions, run_sweep
+
+    spec = in_tmp / "faithful.py"
+    spec.write_text(
+        SPEC.format(
+            curve=CURVE,
+            name=f"faithful-{searcher}-{scheduler}",
+            searcher=searcher,
+            scheduler=scheduler,
+            num_trials=9,
+            max_iterations=9,
+            seed=seed,
+        )
+    )
+    sweep = load_spec(spec)
+    simulated = simulate(sweep, the_curve(), workers=1)
+    expected = [(trial.config, trial.stopped_at) for trial in simulated.trials]
+    if scheduler == "asha":
+        assert min(stops for _, stops in expected) < 9, "the case stops no trial early"
+
+    outcome = run_sweep(
+        sweep, SweepOptions(spec_path=spec, storage=in_tmp / "runs", live=False, track=False)
+    )
+    assert outcome.errored == 0
+    assert real_trials(outcome.storage_dir) == expected
