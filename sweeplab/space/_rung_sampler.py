@@ -69,11 +69,35 @@ def rank_agreement(pairs: Sequence[tuple[float, float]]) -> float:
 
 @dataclasses.dataclass
 class _Views:
-    """The views of one state of the study, built as trials ask for them."""
+    """The rungs' weights of one state of the study (its trials and how many ended)."""
 
     key: tuple[int, int]
     weights: dict[int, float]
-    built: dict[int | str, optuna.Study] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class _View:
+    """The view of the study at one target, kept in step with the study trial by trial.
+
+    A view at a given rung is a function of the study's trials alone, so it is built once per
+    target and then synced: a new trial is added, and a trial that was running when it was
+    mirrored gets its new params and, once it ended, its steps, state and value. A running
+    trial is mirrored with its params and no steps: the base sampler reads a running trial's
+    params (TPE's constant liar), never its steps.
+
+    Attributes:
+        study: The view, on a storage of its own.
+        storage: That storage (public API: ``set_trial_param``, ``set_trial_state_values``...).
+        mirrored: Per trial number, the study's (state, params) when last synced.
+    """
+
+    study: optuna.Study
+    storage: optuna.storages.BaseStorage
+    mirrored: list[tuple[TrialState, int]] = dataclasses.field(default_factory=list)
+
+    def trial_id(self, number: int) -> int:
+        study_id = self.storage.get_study_id_from_name(self.study.study_name)
+        return self.storage.get_trial_id_from_study_id_trial_number(study_id, number)
 
 
 class RungSampler(BaseSampler):
@@ -129,6 +153,7 @@ class RungSampler(BaseSampler):
         self.weighting = weighting
         self._entropy = seed_entropy(seed)
         self._cache: _Views | None = None
+        self._views: dict[int | str, _View] = {}
 
     def infer_relative_search_space(
         self, study: optuna.Study, trial: FrozenTrial
@@ -230,23 +255,36 @@ class RungSampler(BaseSampler):
             target = self.pick_rung(self._cache.weights, trial.number)
         if target is None:
             return study, trial
-        if target not in self._cache.built:
-            self._cache.built[target] = self._build(study, trials, target)
-        view = self._cache.built[target]
+        view = self._views.get(target)
+        if view is None:
+            storage = optuna.storages.InMemoryStorage()
+            view = _View(
+                optuna.create_study(
+                    storage=storage, directions=study.directions, sampler=self.base
+                ),
+                storage,
+            )
+            self._views[target] = view
+        self._sync(view, trials, target)
         # The view holds every trial of the study in the same order, so under the same number;
         # the base sampler is given the view's own copy of the trial, so that what it writes
         # through the trial (its system attributes) lands in the view's storage.
-        return view, view.get_trials(deepcopy=False)[trial.number]
+        return view.study, view.study.get_trials(deepcopy=False)[trial.number]
 
-    def _build(
-        self, study: optuna.Study, trials: Sequence[FrozenTrial], target: int | str
-    ) -> optuna.Study:
-        view = optuna.create_study(directions=study.directions, sampler=self.base)
+    def _sync(self, view: _View, trials: Sequence[FrozenTrial], target: int | str) -> None:
+        """Brings `view` in step with the study's `trials` (see `_View`)."""
         for t in trials:
+            seen = (t.state, len(t.params))
+            if t.number < len(view.mirrored):
+                if view.mirrored[t.number] == seen:
+                    continue
+                self._update(view, t, target)
+                view.mirrored[t.number] = seen
+                continue
             state, value, steps = self._observed(t, target)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                view.add_trial(
+                view.study.add_trial(
                     create_trial(
                         state=state,
                         value=value,
@@ -256,7 +294,24 @@ class RungSampler(BaseSampler):
                         system_attrs=t.system_attrs,
                     )
                 )
-        return view
+            view.mirrored.append(seen)
+
+    def _update(self, view: _View, t: FrozenTrial, target: int | str) -> None:
+        """Mirrors a trial that was running in `view`: its new params, then how it ended."""
+        trial_id = view.trial_id(t.number)
+        known = view.study.get_trials(deepcopy=False)[t.number].params
+        for name, value in t.params.items():
+            if name not in known:
+                distribution = t.distributions[name]
+                view.storage.set_trial_param(
+                    trial_id, name, distribution.to_internal_repr(value), distribution
+                )
+        state, value, steps = self._observed(t, target)
+        if state == TrialState.RUNNING:
+            return
+        for step, step_value in steps.items():
+            view.storage.set_trial_intermediate_value(trial_id, step, step_value)
+        view.storage.set_trial_state_values(trial_id, state, None if value is None else [value])
 
     def _observed(
         self, t: FrozenTrial, target: int | str
@@ -264,7 +319,8 @@ class RungSampler(BaseSampler):
         """What the view at ``target`` says of trial ``t``: its state, value and steps."""
         steps = dict(t.intermediate_values)
         if t.state not in _ENDED:
-            return t.state, None, steps
+            # A running trial's steps: none (the base sampler reads only its params).
+            return t.state, None, {} if t.state == TrialState.RUNNING else steps
         if target == _LAST:
             if t.state == TrialState.COMPLETE:
                 return t.state, t.value, steps
@@ -282,8 +338,11 @@ class RungSampler(BaseSampler):
         return (TrialState.PRUNED if self.view == "pruned" else TrialState.FAIL), None, steps
 
     def __getstate__(self) -> dict[str, Any]:
-        # The view is rebuilt from the study; Tune pickles the searcher with its sampler.
-        return {**self.__dict__, "_cache": None}
+        # The views are rebuilt from the study; Tune pickles the searcher with its sampler.
+        return {**self.__dict__, "_cache": None, "_views": {}}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update({"_views": {}, **state})
 
 
 def _step_counts(trials: Sequence[FrozenTrial]) -> Counter[int]:
