@@ -36,9 +36,11 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-## Lint, types and the whole test suite (end-to-end sweeps included).
+## Lint, types and the whole test suite: the fast tests on two processes, then the end-to-end
+## sweeps (one shared local Ray) on one.
 test: lint chromium
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not slow" -n 2
+	$(BIN)/python -m pytest -m slow
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sweeplab.engine import DEFAULT_STORAGE
 from sweeplab.errors import SweeplabError
 
 __all__ = ["main"]
@@ -43,8 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument(
         "--storage",
         type=Path,
-        default=Path("sweeplab-runs"),
-        help="folder for checkpoints, Tune state and logs (default: ./sweeplab-runs)",
+        default=Path(DEFAULT_STORAGE),
+        help=f"folder for checkpoints, Tune state and logs (default: ./{DEFAULT_STORAGE})",
     )
     _tracking_arg(sweep)
     sweep.add_argument("--address", help="join an existing Ray cluster (HOST:PORT or 'auto')")

@@ -4,12 +4,13 @@ from sweeplab.engine._callbacks import SweepCallback, TrialView
 from sweeplab.engine._plan import ResourcePlan, local_nodes, plan_resources
 from sweeplab.engine._resolved import ResolvedSweep
 from sweeplab.engine._runner import SweepOptions, SweepOutcome, apply_options, run_sweep
-from sweeplab.engine._session import start_local_ray
+from sweeplab.engine._session import DEFAULT_STORAGE, start_local_ray
 from sweeplab.engine._trial_mode import TrialMode
 from sweeplab.engine._warm import WarmConfig, WarmStartPlan, plan_warm_start
 from sweeplab.strategies import Rung, trial_plan
 
 __all__ = [
+    "DEFAULT_STORAGE",
     "ResolvedSweep",
     "ResourcePlan",
     "Rung",

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         tracking_client,
     )
     from sweeplab.tracking._tracker import SweepTracker, TrackingError
-    from sweeplab.tracking._trials import rank_tune_results
+    from sweeplab.tracking._untracked import rank_tune_results
 
 __all__ = [
     "RankedConfig",
@@ -60,7 +60,7 @@ __all__ = [
 _LAZY = {
     "SweepTracker": "sweeplab.tracking._tracker",
     "TrackingError": "sweeplab.tracking._tracker",
-    "rank_tune_results": "sweeplab.tracking._trials",
+    "rank_tune_results": "sweeplab.tracking._untracked",
     "benchmark_logging": "sweeplab.tracking._bench",
     "RankedConfig": "sweeplab.tracking._read",
     "SweepData": "sweeplab.tracking._read",
