@@ -10,13 +10,12 @@ asked, suggested and told through the study as usual, only its parameters come f
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import optuna
 from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler, RandomSampler
-from optuna.trial import FrozenTrial, TrialState
+from optuna.trial import FrozenTrial
 
 from sweeplab.space._trial_draws import (
     RANDOM_PATH,
@@ -25,11 +24,12 @@ from sweeplab.space._trial_draws import (
     seed_entropy,
     trial_draw,
 )
+from sweeplab.space._wrapped_sampler import WrappedSampler
 
 __all__ = ["RandomInterleavedSampler"]
 
 
-class RandomInterleavedSampler(BaseSampler):
+class RandomInterleavedSampler(WrappedSampler):
     """Proposes a ``fraction`` of the trials at random, and asks ``base`` for the others.
 
     Whether a trial is random is a draw fixed by the seed and the trial's number
@@ -46,7 +46,7 @@ class RandomInterleavedSampler(BaseSampler):
     def __init__(self, base: BaseSampler, fraction: float, *, seed: int | None = None) -> None:
         if isinstance(fraction, bool) or not 0 <= fraction < 1:
             raise ValueError(f"`0 <= fraction < 1` must hold, but got {fraction=}.")
-        self.base = base
+        super().__init__(base)
         self.fraction = fraction
         self._entropy = seed_entropy(seed)
         self.random = RandomSampler(seed=derived_seed(self._entropy, RANDOM_SAMPLER))
@@ -79,19 +79,7 @@ class RandomInterleavedSampler(BaseSampler):
         sampler = self.random if self.is_random(trial.number) else self.base
         return sampler.sample_independent(study, trial, param_name, param_distribution)
 
-    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        self.base.before_trial(study, trial)
-
-    def after_trial(
-        self,
-        study: optuna.Study,
-        trial: FrozenTrial,
-        state: TrialState,
-        values: Sequence[float] | None,
-    ) -> None:
-        self.base.after_trial(study, trial, state, values)
-
     def reseed_rng(self) -> None:
-        self.base.reseed_rng()
+        super().reseed_rng()
         self.random.reseed_rng()
         self._entropy = seed_entropy(None)

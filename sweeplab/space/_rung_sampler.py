@@ -44,6 +44,7 @@ from optuna.trial import FrozenTrial, TrialState, create_trial
 
 from sweeplab.space._optuna_searcher import AGGREGATES, VIEWS
 from sweeplab.space._trial_draws import RUNG_CHOICE, seed_entropy, trial_draw
+from sweeplab.space._wrapped_sampler import WrappedSampler
 
 __all__ = ["RungSampler", "rank_agreement"]
 
@@ -100,7 +101,7 @@ class _View:
         return self.storage.get_trial_id_from_study_id_trial_number(study_id, number)
 
 
-class RungSampler(BaseSampler):
+class RungSampler(WrappedSampler):
     """Fits ``base`` on the values at the highest step that ``min_points`` trials reported.
 
     Before any step has ``min_points`` observations, ``base`` sees the study itself. Running and
@@ -146,7 +147,7 @@ class RungSampler(BaseSampler):
                 f"aggregate='last' chooses no rung, so `view` and `weighting` must keep their "
                 f"defaults, but got ({view=}, {weighting=})."
             )
-        self.base = base
+        super().__init__(base)
         self.min_points = min_points
         self.view = view
         self.aggregate = aggregate
@@ -175,20 +176,8 @@ class RungSampler(BaseSampler):
         view, shadow = self._view(study, trial)
         return self.base.sample_independent(view, shadow, param_name, param_distribution)
 
-    def before_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        self.base.before_trial(study, trial)
-
-    def after_trial(
-        self,
-        study: optuna.Study,
-        trial: FrozenTrial,
-        state: TrialState,
-        values: Sequence[float] | None,
-    ) -> None:
-        self.base.after_trial(study, trial, state, values)
-
     def reseed_rng(self) -> None:
-        self.base.reseed_rng()
+        super().reseed_rng()
         self._entropy = seed_entropy(None)
 
     def rung(self, trials: Sequence[FrozenTrial]) -> int | None:
