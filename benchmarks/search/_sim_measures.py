@@ -181,6 +181,12 @@ def _best_grace(summaries: Mapping[str, Any], mode: str) -> dict[str, Any] | Non
     }
 
 
+def _never_is_inf(fraction: float | None) -> float:
+    """A budget fraction as `checks` compares it: "never" (None once read back from the JSON)
+    is infinite."""
+    return math.inf if fraction is None else fraction
+
+
 def checks(problems: Mapping[str, dict[str, Any]], candidate: str) -> dict[str, Any]:
     """The issue's four checks of `candidate` against random + ASHA, each a boolean with its
     figures (None where the problems it needs were not run)."""
@@ -193,7 +199,7 @@ def checks(problems: Mapping[str, dict[str, Any]], candidate: str) -> dict[str, 
     }
 
     lcbench: dict[str, float] = {
-        name: result["summary"][candidate]["to_asha_median_final"]["median"]
+        name: _never_is_inf(result["summary"][candidate]["to_asha_median_final"]["median"])
         for name, result in ran.items()
         if name.startswith("lcbench-")
     }
@@ -214,8 +220,8 @@ def checks(problems: Mapping[str, dict[str, Any]], candidate: str) -> dict[str, 
 
     ratios: dict[str, dict[str, float]] = {}
     for name, result in ran.items():
-        mine = result["summary"][candidate]["to_fifo_target"]["median"]
-        theirs = result["summary"][asha]["to_fifo_target"]["median"]
+        mine = _never_is_inf(result["summary"][candidate]["to_fifo_target"]["median"])
+        theirs = _never_is_inf(result["summary"][asha]["to_fifo_target"]["median"])
         ratios[name] = {
             "candidate": mine,
             "random+asha": theirs,
@@ -239,8 +245,8 @@ def checks(problems: Mapping[str, dict[str, Any]], candidate: str) -> dict[str, 
         "passed": None,
     }
     if mislead is not None:
-        mine = mislead["summary"][candidate]["to_fifo_target"]["median"]
-        theirs = mislead["summary"][asha]["to_fifo_target"]["median"]
+        mine = _never_is_inf(mislead["summary"][candidate]["to_fifo_target"]["median"])
+        theirs = _never_is_inf(mislead["summary"][asha]["to_fifo_target"]["median"])
         check_iv.update(passed=mine <= theirs, candidate=mine, **{"random+asha": theirs})
         if math.isinf(mine) and math.isinf(theirs):
             check_iv["note"] = "neither reaches the target on most seeds: passes as a tie"
