@@ -17,11 +17,17 @@ __all__ = [
     "BEST_TRIAL_ID_TAG",
     "CHECKPOINT_PATH_KEY",
     "CONFIG_TAG",
+    "CONSTRAINTS_TAG",
     "DATA_WAIT_KEY",
     "ERROR_TAG",
+    "FRONT_ARTIFACT",
+    "FRONT_INFEASIBLE",
+    "FRONT_TAG",
     "GROUP_RESTARTS_KEY",
+    "HYPERVOLUME_METRIC",
     "ITERATION_KEY",
     "METRIC_TAG",
+    "OBJECTIVES_TAG",
     "PBT_DONOR_TAG",
     "PBT_LINEAGE_TAG",
     "RANK_BY_TAG",
@@ -88,6 +94,14 @@ BEST_METRIC_TAG = "sweeplab.best_metric"
 BEST_TRIAL_ID_TAG = "sweeplab.best_trial_id"
 # Parent run: the sweep whose trials warm-started this one.
 WARM_START_TAG = "sweeplab.warm_start"
+# Parent run of a multi-objective sweep: its objectives as JSON ``[[name, mode], ...]`` and its
+# constraints as JSON ``["latency_ms <= 10", ...]``.
+OBJECTIVES_TAG = "sweeplab.objectives"
+CONSTRAINTS_TAG = "sweeplab.constraints"
+# Parent run of a multi-objective sweep: the hypervolume of its front (a metric), and the front
+# as a table artifact (one row per front-1 trial).
+HYPERVOLUME_METRIC = "sweeplab.hypervolume"
+FRONT_ARTIFACT = "pareto_front.json"
 # Registered model version: the metric the sweep ranked by.
 METRIC_TAG = "sweeplab.metric"
 
@@ -104,6 +118,10 @@ STATUS_ERRORED = "errored"
 RESTARTS_TAG = "sweeplab.restarts"
 # Child run: 1 for the best trial, set when the sweep ends.
 RANK_TAG = "sweeplab.rank"
+# Child run of a multi-objective sweep: its Pareto front (1 = non-dominated) among the feasible
+# trials, or ``FRONT_INFEASIBLE``; set when the sweep ends, like the rank.
+FRONT_TAG = "sweeplab.front"
+FRONT_INFEASIBLE = "infeasible"
 # Child run: the config, as JSON, the trial was ranked with. A value that PBT changed to a
 # non-number at iteration ``i`` is tagged ``sweeplab.config.<param>@<i>``.
 CONFIG_TAG = "sweeplab.config"

@@ -13,11 +13,12 @@ import sys
 import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import sweeplab.strategies as strategies
 from sweeplab._numbers import is_finite_number
 from sweeplab.errors import SpecError
+from sweeplab.pareto import Constraint, Objective, parse_constraint, parse_pick
 from sweeplab.space import OptunaSearcher
 from sweeplab.strategies import SchedulerTraits, strategy_rule_break
 
@@ -49,8 +50,18 @@ class Sweep:
         train_func: The per-worker Ray Train function ``train_func(config)``.
         space: Dict of hyperparameters (primitives of `sweeplab.space`, nested dicts and
             constants), or a `sweeplab.Space`.
-        metric: Name of the reported metric to optimise.
-        mode: ``"min"`` or ``"max"``.
+        metric: Name of the reported metric to optimise, or a list of names for a
+            multi-objective sweep (``["val_loss", "latency_ms"]``). The first one drives what
+            takes one metric (Tune's checkpoint order, the divergence stop); see
+            docs/multi_objective.md. After construction ``metric`` and ``mode`` hold the first
+            objective and ``objectives`` all of them.
+        mode: ``"min"`` or ``"max"``, or a list of them as long as ``metric``'s.
+        constraints: Bounds on the metrics of a multi-objective sweep, such as
+            ``["latency_ms <= 10"]`` (``<=``, ``<``, ``>=``, ``>``). A trial that breaks one is
+            infeasible: it ranks after every feasible trial, and Optuna learns it as such.
+        pick: How one trial is picked from the front of a multi-objective sweep, such as
+            ``"latency_ms <= 10, val_loss"``: constraints that filter the front, then the
+            metric whose best value picks. Default: the first trial of the ranking.
         searcher: ``"random"``, ``"grid"``, ``"optuna"``, ``"hyperopt"``, a
             `sweeplab.OptunaSearcher` (Optuna's sampler settings, compiled against this space;
             ``"optuna"`` is ``OptunaSearcher()``) or a configured ``ray.tune.search.Searcher``.
@@ -102,6 +113,8 @@ class Sweep:
     space: Any
     metric: str
     mode: str
+    constraints: tuple[Constraint, ...] = ()
+    pick: str | None = None
     searcher: Any = "random"
     scheduler: Any = "fifo"
     scheduler_traits: SchedulerTraits | None = None
@@ -123,6 +136,7 @@ class Sweep:
     register_model: str | None = None
     warm_start: Any = None
     reuse_groups: bool = True
+    objectives: tuple[Objective, ...] = ()
 
     def __post_init__(self) -> None:
         from sweeplab.space import Space
@@ -137,9 +151,7 @@ class Sweep:
         except (TypeError, ValueError) as exc:
             raise SpecError(f"Sweep field `space`: {exc}") from None
         object.__setattr__(self, "space", space)
-        if not isinstance(self.metric, str) or not self.metric:
-            _fail("metric", "must be a non-empty string", self.metric)
-        _check_one_of("mode", self.mode, ("min", "max"))
+        self._check_objectives()
         if isinstance(self.searcher, str):
             _check_one_of("searcher", self.searcher, SEARCHERS)
         elif not isinstance(self.searcher, OptunaSearcher) and not hasattr(
@@ -225,6 +237,67 @@ class Sweep:
         if broken is not None:
             _fail(broken.field, broken.rule, broken.value)
 
+    def _check_objectives(self) -> None:
+        metric, mode = self.metric, self.mode
+        if isinstance(metric, list | tuple):
+            if not metric or not all(isinstance(m, str) and m for m in metric):
+                _fail("metric", "as a list must hold one or more non-empty names", metric)
+            if len(set(metric)) != len(metric):
+                _fail("metric", "must not name a metric twice", metric)
+            if not isinstance(mode, list | tuple) or len(mode) != len(metric):
+                _fail("mode", f"must be a list of {len(metric)} modes, one per metric", mode)
+            for index, one in enumerate(mode):
+                _check_one_of(f"mode[{index}]", one, ("min", "max"))
+            objectives = tuple(Objective(m, o) for m, o in zip(metric, mode, strict=True))
+        else:
+            if not isinstance(metric, str) or not metric:
+                _fail("metric", "must be a non-empty string or a list of them", metric)
+            _check_one_of("mode", mode, ("min", "max"))
+            kept = self.objectives
+            # A copy (`replace`) passes the objectives back with the first one as metric/mode.
+            if kept and isinstance(kept, tuple) and kept[0] == Objective(metric, mode):
+                objectives = kept
+            else:
+                objectives = (Objective(metric, mode),)
+        object.__setattr__(self, "objectives", objectives)
+        object.__setattr__(self, "metric", objectives[0].name)
+        object.__setattr__(self, "mode", objectives[0].mode)
+        self._check_constraints()
+        if self.pick is not None:
+            if len(objectives) == 1:
+                _fail("pick", "picks one trial of a front; it needs several metrics", self.pick)
+            try:
+                parse_pick(self.pick, objectives)
+            except ValueError as exc:
+                _fail("pick", str(exc), self.pick)
+
+    def _check_constraints(self) -> None:
+        given = self.constraints
+        if isinstance(given, str) or not isinstance(given, list | tuple):
+            _fail("constraints", "must be a list of constraints such as 'latency_ms <= 10'", given)
+        if given and len(self.objectives) == 1:
+            _fail("constraints", "needs several metrics (`metric=[...]`)", given)
+        names = [o.name for o in self.objectives]
+        parsed = []
+        for index, one in enumerate(given):
+            try:
+                constraint = one if isinstance(one, Constraint) else parse_constraint(one)
+            except ValueError as exc:
+                _fail(f"constraints[{index}]", str(exc), one)
+            if constraint.metric not in names:
+                _fail(
+                    f"constraints[{index}]",
+                    f"must bound one of the sweep's metrics {names}",
+                    one,
+                )
+            parsed.append(constraint)
+        object.__setattr__(self, "constraints", tuple(parsed))
+
+    @property
+    def multi_objective(self) -> bool:
+        """Whether the sweep optimises several metrics."""
+        return len(self.objectives) > 1
+
     def _check_workers(self) -> None:
         workers = self.workers_per_trial
         if isinstance(workers, tuple | list):
@@ -307,7 +380,7 @@ class Sweep:
         return dataclasses.replace(self, **changes)
 
 
-def _fail(field: str, rule: str, value: object) -> None:
+def _fail(field: str, rule: str, value: object) -> NoReturn:
     raise SpecError(f"Sweep field `{field}` {rule}, but got {value!r}.")
 
 

@@ -53,11 +53,18 @@ def rank_untracked(resolved: ResolvedSweep, results: Any) -> SweepSummary:
         rank_by=resolved.rank_by,
         config_decoder=resolved.config_decoder(),
         max_iterations=resolved.max_iterations,
+        objectives=resolved.sweep.objectives,
+        constraints=resolved.sweep.constraints,
+        pick=resolved.sweep.pick,
     )
 
 
 def write_best_config(resolved: ResolvedSweep, summary: SweepSummary) -> dict[str, Any] | None:
-    """Writes ``best_config.json`` in the run folder and the sweep folder; returns it."""
+    """Writes ``best_config.json`` in the run folder and the sweep folder; returns it.
+
+    Of a multi-objective sweep it holds the front and the trial the pick rule picked
+    (`sweeplab.tracking.best_config_document`).
+    """
     from sweeplab.tracking import best_config_document
 
     best = best_config_document(summary, resolved.name)

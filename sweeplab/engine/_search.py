@@ -30,6 +30,7 @@ def build_search(sweep: Sweep, warm_start: WarmStartPlan | None = None) -> TuneS
             # Only sweeplab's own compilations have a known encoding to add history in.
             space=sweep.space if isinstance(sweep.searcher, (str, OptunaSearcher)) else None,
             max_iterations=sweep.max_iterations,
+            objectives=sweep.objectives,
         ),
         param_space=search.param_space,
         num_samples=search.num_samples,

@@ -26,7 +26,8 @@ def tracker_for(resolved: ResolvedSweep) -> SweepTracker:
     """The MLflow tracker of one execution of a sweep, as the engine records it.
 
     The resolved settings become the parent run's params, and the run folder holds the parent
-    run id and ``best_config.json``.
+    run id and ``best_config.json``. A multi-objective sweep's objectives, constraints and pick
+    rule come from its `Sweep`.
     """
     from sweeplab.tracking import SweepTracker
 
@@ -45,6 +46,9 @@ def tracker_for(resolved: ResolvedSweep) -> SweepTracker:
         max_iterations=resolved.max_iterations,
         resume=resolved.resume,
         register_model=resolved.register_model,
+        objectives=resolved.sweep.objectives,
+        constraints=resolved.sweep.constraints,
+        pick=resolved.sweep.pick,
     )
 
 

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import ray.cloudpickle as pickle
 from ray.tune.search import Searcher
 
+from sweeplab.pareto import Objective
 from sweeplab.raycompat import hyperopt_trials, optuna_study
 from sweeplab.space import Space
 from sweeplab.strategies import (
@@ -50,12 +52,14 @@ class WarmStartSearcher(Searcher):
         mode: str,
         space: Space | None = None,
         max_iterations: int | None = None,
+        objectives: Sequence[Objective] = (),
     ):
         super().__init__(metric=metric, mode=mode)
         self.inner = inner
         self.space = space
         self.max_iterations = max_iterations
-        self.log = OutcomeLog(metric, max_iterations)
+        self.objectives = tuple(objectives) if len(objectives) > 1 else ()
+        self.log = OutcomeLog(metric, max_iterations, objectives=[o.name for o in self.objectives])
         self.pending = [copy.deepcopy(dict(config)) for config in configs]
         self.warm: dict[str, dict[str, Any]] = {}
 
@@ -111,14 +115,23 @@ def _add_to_history(warm: WarmStartSearcher, config: dict[str, Any], outcome: Tr
         inner = inner.inner
     assert warm.space is not None
     if isinstance(inner, OptunaSearch):
-        _add_to_optuna(inner, warm.space, config, outcome)
+        _add_to_optuna(inner, warm.space, config, outcome, warm.objectives)
     elif isinstance(inner, HyperOptSearch):
         loss = hyperopt_loss(outcome, mode=str(warm.mode), max_iterations=warm.max_iterations)
         if loss is not None:
             _add_to_hyperopt(inner, warm.space, config, loss)
 
 
-def _add_to_optuna(inner: Any, space: Space, config: dict[str, Any], outcome: TrialOutcome) -> None:
+def _add_to_optuna(
+    inner: Any,
+    space: Space,
+    config: dict[str, Any],
+    outcome: TrialOutcome,
+    objectives: Sequence[Objective] = (),
+) -> None:
+    """Adds a warm trial to the Optuna study. With several objectives, as the trial feedback
+    tells any trial (see `sweeplab.strategies._searcher_feedback`): its last point COMPLETE
+    (a stopped trial too), no point PRUNED, a diverged one FAIL."""
     import optuna
 
     from sweeplab.space import compile_to_optuna, encode_for_optuna
@@ -132,6 +145,19 @@ def _add_to_optuna(inner: Any, space: Space, config: dict[str, Any], outcome: Tr
         "diverged": optuna.trial.TrialState.FAIL,
     }
     state = states[outcome.kind]
+    if objectives:
+        if state != optuna.trial.TrialState.FAIL:
+            state = optuna.trial.TrialState.PRUNED
+            if outcome.point is not None:
+                state = optuna.trial.TrialState.COMPLETE
+        values = None
+        if state == optuna.trial.TrialState.COMPLETE and outcome.point is not None:
+            values = [float(outcome.point[o.name]) for o in objectives]
+        trial = optuna.trial.create_trial(
+            state=state, params=fixed.params, distributions=fixed.distributions, values=values
+        )
+        optuna_study(inner).add_trial(trial)
+        return
     if state == optuna.trial.TrialState.COMPLETE and outcome.last_value is None:
         return  # a finished trial that reported no value teaches nothing
     trial = optuna.trial.create_trial(

@@ -17,6 +17,11 @@ Trials start no processes, so a thousand-trial sweep simulates in seconds: a str
 tried on a model of one's curves before spending GPUs. FIFO, ASHA and median stopping are
 simulated with every searcher; PBT, HyperBand (schedulers that pause trials) and warm starts
 are refused. Ray Tune's library is imported, Ray itself is never started.
+
+A sweep with several metrics (``metric=["loss", "latency_ms"]``) is simulated the same way,
+under FIFO or the multi-objective ASHA: the curve reports every metric, the divergence check
+reads the first, and ``sim.points()`` gives each trial's point, the values of its last report
+that holds every metric.
 """
 
 from __future__ import annotations

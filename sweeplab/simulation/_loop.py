@@ -4,7 +4,8 @@ It follows what Ray Tune 2.60's ``TuneController`` does with a result
 (``tune_controller.py``, ``_process_trial_result`` and ``stop_trial``):
 
 1. The sweep's divergence check comes first (the engine's ``DivergenceStopper``: a NaN or
-   infinite metric stops the trial); otherwise the scheduler decides (``on_trial_result``).
+   infinite metric, the first objective's, stops the trial); otherwise the scheduler decides
+   (``on_trial_result``).
 2. A result the trial stops at is marked ``done`` and withheld from the searcher's
    ``on_trial_result``; any other result reaches it.
 3. A stopped trial is completed: the scheduler's ``on_trial_complete`` and the searcher's
@@ -20,11 +21,12 @@ results between processes; here both take no simulated time.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sweeplab._numbers import diverged, is_finite_number
 from sweeplab.errors import SpecError, SweeplabError
+from sweeplab.pareto import Objective
 from sweeplab.simulation._records import Report, SimulatedTrial, Simulation
 from sweeplab.simulation._strategy import TrialSource
 
@@ -89,7 +91,9 @@ class SimulatedController:
         source: Where new trials come from (see `simulated_source`).
         curve: ``curve(config, iteration) -> (metrics, seconds)``.
         decode: Turns a trial's backend-shaped config into the one its training function gets.
-        metric, mode: The sweep's.
+        metric, mode: The sweep's (its first objective's).
+        objectives: The sweep's objectives, each of which the curve must report; empty: the
+            one of `metric` and `mode`.
         max_iterations: Reports after which a trial's training function returns.
         workers: Trials that train at once.
         budget_iterations: Iterations in all after which the sweep stops; None: no budget.
@@ -104,6 +108,7 @@ class SimulatedController:
         decode: Callable[[dict[str, Any]], dict[str, Any]],
         metric: str,
         mode: str,
+        objectives: Sequence[Objective] = (),
         max_iterations: int,
         workers: int,
         budget_iterations: int | None,
@@ -117,6 +122,7 @@ class SimulatedController:
         self.decode = decode
         self.metric = metric
         self.mode = mode
+        self.objectives = tuple(objectives) or (Objective(metric, mode),)
         self.max_iterations = max_iterations
         self.workers = workers
         self.budget = budget_iterations
@@ -169,6 +175,7 @@ class SimulatedController:
             iterations=len(self.reports),
             metric=self.metric,
             mode=self.mode,
+            objectives=self.objectives,
         )
 
     def _make_and_start_trials(self) -> None:
@@ -218,12 +225,13 @@ class SimulatedController:
                 f"iteration {iteration} of config {trial.decoded!r} it returned {answer!r}."
             )
         metrics, seconds = answer
-        if self.metric not in metrics and not _nested(metrics, self.metric):
-            raise SpecError(
-                f"curve(config, iteration) must report the sweep's metric {self.metric!r}, but "
-                f"for iteration {iteration} of config {trial.decoded!r} it returned the metrics "
-                f"{sorted(metrics)}."
-            )
+        for objective in self.objectives:
+            if objective.name not in metrics and not _nested(metrics, objective.name):
+                raise SpecError(
+                    f"curve(config, iteration) must report the sweep's metric {objective.name!r}, "
+                    f"but for iteration {iteration} of config {trial.decoded!r} it returned the "
+                    f"metrics {sorted(metrics)}."
+                )
         return dict(metrics), float(seconds)
 
     def _process_report(self, trial: _Trial, metrics: Mapping[str, Any], seconds: float) -> None:

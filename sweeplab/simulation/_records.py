@@ -6,10 +6,11 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from sweeplab._numbers import is_finite_number
+from sweeplab._numbers import is_finite_number, is_number
 from sweeplab.errors import SpecError
+from sweeplab.pareto import Objective
 
-__all__ = ["STATUSES", "Report", "SimulatedTrial", "Simulation"]
+__all__ = ["STATUSES", "Report", "SimulatedTrial", "Simulation", "metric_value"]
 
 # How a simulated trial ended.
 STATUSES = ("finished", "stopped", "diverged")
@@ -63,8 +64,9 @@ class Simulation:
         reports: Every report, in the order they arrived (simulated time; ties by trial).
         wall_s: Simulated seconds from the start to the last report.
         iterations: Iterations trained in all (the number of reports).
-        metric: The sweep's metric.
+        metric: The sweep's metric (its first objective's).
         mode: The sweep's mode, ``"min"`` or ``"max"``.
+        objectives: The sweep's objectives; by default the one of `metric` and `mode`.
     """
 
     trials: list[SimulatedTrial]
@@ -73,6 +75,37 @@ class Simulation:
     iterations: int
     metric: str
     mode: str
+    objectives: tuple[Objective, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.objectives:
+            object.__setattr__(self, "objectives", (Objective(self.metric, self.mode),))
+
+    def points(self) -> dict[str, dict[str, float] | None]:
+        """Each trial's point: the values of the objectives in its last report holding them all.
+
+        This is the point by which sweeplab ranks a trial of a multi-objective sweep. A report
+        holds an objective when it reports a number for it (a key, or an ``a/b`` path into
+        nested metrics); NaN and infinities count, so a diverged trial's point is the report it
+        diverged at, which a Pareto ranking does not place.
+
+        Returns:
+            Each trial's id (in the order of `trials`) -> its objectives' values as the curve
+            reported them (not signed), by objective name; None for a trial with no report
+            that holds every objective.
+        """
+        names = [objective.name for objective in self.objectives]
+        points: dict[str, dict[str, float] | None] = {}
+        for trial in self.trials:
+            points[trial.trial_id] = None
+            for report in reversed(trial.reports):
+                values = [metric_value(report.metrics, name) for name in names]
+                if all(is_number(value) for value in values):
+                    points[trial.trial_id] = {
+                        name: float(value) for name, value in zip(names, values, strict=True)
+                    }
+                    break
+        return points
 
     def best(self, metric: str | None = None, mode: str | None = None) -> float | None:
         """The best finite value of `metric` that any trial reported; None if there is none.
@@ -93,3 +126,15 @@ class Simulation:
         if not values:
             return None
         return min(values) if mode == "min" else max(values)
+
+
+def metric_value(metrics: Mapping[str, Any], name: str) -> Any:
+    """The value of metric `name` in a report: its key, else its ``a/b`` path; None if absent."""
+    if name in metrics:
+        return metrics[name]
+    value: Any = metrics
+    for part in name.split("/"):
+        if not isinstance(value, Mapping) or part not in value:
+            return None
+        value = value[part]
+    return value

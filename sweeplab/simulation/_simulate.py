@@ -43,8 +43,9 @@ def simulate(
         sweep: The sweep whose strategy to simulate.
         curve: ``curve(config, iteration) -> (metrics, seconds)``: the metrics of that
             iteration (1-based) of a trial with `config` (the config its training function
-            would get) and the simulated seconds it took. It must be deterministic for the
-            simulation to be.
+            would get) and the simulated seconds it took. The metrics hold every one of the
+            sweep's metrics (each objective of a multi-objective sweep). It must be
+            deterministic for the simulation to be.
         workers: Trials that train at once.
         seed: The searcher's seed, instead of the sweep's; None: the sweep's ``seed``.
         budget_iterations: Iterations in all after which the sweep stops: no new trial starts,
@@ -57,7 +58,8 @@ def simulate(
     Raises:
         SpecError: If an argument breaks its rule, or the sweep's strategy cannot be simulated
             (PBT, HyperBand or another scheduler that pauses trials, a warm start), or `curve`
-            returns something other than ``(metrics, seconds)`` with the sweep's metric.
+            returns something other than ``(metrics, seconds)`` with each of the sweep's
+            metrics.
     """
     from sweeplab.space import decode_config
 
@@ -83,6 +85,7 @@ def simulate(
             decode=lambda config: decode_config(space, config),
             metric=sweep.metric,
             mode=sweep.mode,
+            objectives=sweep.objectives,
             max_iterations=sweep.max_iterations,
             workers=workers,
             budget_iterations=budget_iterations,

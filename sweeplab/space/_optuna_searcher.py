@@ -1,4 +1,4 @@
-"""Optuna searchers for early-stopped sweeps: TPE or GP, with BOHB's rung rule.
+"""Optuna searchers for early-stopped sweeps: TPE, GP or NSGA-II, with BOHB's rung rule.
 
 :class:`OptunaSearcher` is the user-facing recipe: ``Sweep(searcher=OptunaSearcher(...))``, compiled
 against the sweep's own space, metric, mode, seed and trial count. ``searcher="optuna"`` is
@@ -6,23 +6,33 @@ against the sweep's own space, metric, mode, seed and trial count. ``searcher="o
 (docs/search.md). The levers for curves whose early iterations mislead (``rung_view``,
 ``random_fraction``, ``rung_weighting``, ``aggregate``) are off by default, each keeping the
 behaviour it refines, until the benchmark decides.
+
+With several metrics (``Sweep(metric=[...], mode=[...])``) the sampler models the objectives
+together (Optuna's multi-objective TPE, GP or NSGA-II), and the sweep's constraints through
+Optuna's ``constraints_func`` (see :mod:`sweeplab.space._optuna_mo`). The rung rule models one
+metric's intermediate values, so it is not applied there, and its levers must keep their
+defaults (`OptunaSearcher.multi_objective_rule`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import math
+import re
 import warnings
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sweeplab.errors import SpecError
 
 if TYPE_CHECKING:
+    from sweeplab.pareto import Constraint, Objective
     from sweeplab.space._space import Space
 
 __all__ = ["AGGREGATES", "SAMPLERS", "VIEWS", "OptunaSearcher", "startup_trials"]
 
-SAMPLERS = ("tpe", "gp")
+SAMPLERS = ("tpe", "gp", "nsga2")
 VIEWS = ("pruned", "bohb")
 AGGREGATES = ("rung", "last")
 
@@ -43,14 +53,18 @@ class OptunaSearcher:
 
     Attributes:
         sampler: ``"tpe"`` (Optuna's TPE: multivariate, constant liar for the trials that run
-            at once) or ``"gp"`` (Optuna's Gaussian-process sampler, for small continuous
-            spaces).
+            at once; with several metrics its multi-objective form), ``"gp"`` (Optuna's
+            Gaussian-process sampler, for small continuous spaces; several metrics need
+            Optuna >= 4.5) or ``"nsga2"`` (Optuna's NSGA-II, several metrics only: each
+            generation is ``startup_trials`` trials, the first one random).
         rung_rule: Fit the model on the values at the highest rung that enough trials reached
             (BOHB's rule, see ``sweeplab.space._rung_sampler``); off: on each trial's last
-            value, stopped trials ranked below finished ones by how far they got.
+            value, stopped trials ranked below finished ones by how far they got. With several
+            metrics, or with NSGA-II, it is not applied (it models one metric's intermediate
+            values).
         group: TPE only: model the branches of conditional choices apart (Optuna's ``group``).
-        startup_trials: Random trials before the model; None: `startup_trials` of the sweep's
-            trial count.
+        startup_trials: Random trials before the model (NSGA-II: its population size, at least
+            2); None: `startup_trials` of the sweep's trial count.
         min_points: Observations a rung needs to be modelled; None: the start-up trials, and
             at least one more than the space has parameters.
         good_fraction: TPE only: the share of the observations it models as good (at most 25
@@ -97,6 +111,11 @@ class OptunaSearcher:
                 raise SpecError(f"OptunaSearcher.{name} must be an integer or None, got {value!r}.")
             if value is not None and value < 1:
                 raise SpecError(f"OptunaSearcher.{name} must be >= 1, but got {value!r}.")
+        if self.sampler == "nsga2" and self.startup_trials == 1:
+            raise SpecError(
+                "OptunaSearcher.startup_trials is NSGA-II's population size with "
+                "sampler='nsga2', so it must be >= 2, but got startup_trials=1."
+            )
 
         if self.good_fraction is not None and not (
             isinstance(self.good_fraction, (int, float)) and 0 < self.good_fraction < 1
@@ -147,8 +166,42 @@ class OptunaSearcher:
                         f"its default, but got {name}={getattr(self, name)!r}."
                     )
 
+    def multi_objective_rule(self) -> str | None:
+        """The rule these settings break with several metrics, or None if they can run them.
+
+        The rung rule and its levers model one metric's intermediate values, so with several
+        metrics the levers must keep their defaults; ``rung_rule`` itself may stay True (the
+        default: ``searcher="optuna"`` takes several metrics) and is then not applied.
+        """
+        levers = {
+            "rung_view": self.rung_view != "pruned",
+            "rung_weighting": self.rung_weighting,
+            "aggregate": self.aggregate != "rung",
+            "min_points": self.min_points is not None,
+        }
+        changed = [f"{name}={getattr(self, name)!r}" for name, on in levers.items() if on]
+        if changed:
+            return (
+                "must keep the rung rule's levers at their defaults with several metrics (they "
+                f"model one metric's intermediate values): {', '.join(changed)}"
+            )
+        if self.sampler == "gp" and _optuna_version() < _GP_MULTI_OBJECTIVE:
+            installed = importlib.metadata.version("optuna")
+            return (
+                "with sampler='gp' and several metrics needs Optuna >= 4.5 (its GPSampler's "
+                f"constrained multi-objective form), but Optuna {installed} is installed"
+            )
+        return None
+
+    def single_objective_rule(self) -> str | None:
+        """The rule these settings break with one metric, or None if they can run it."""
+        if self.sampler == "nsga2":
+            return "with sampler='nsga2' needs several metrics (NSGA-II ranks Pareto fronts)"
+        return None
+
     def __str__(self) -> str:
-        rule = ", rung rule" if self.rung_rule and self.aggregate == "rung" else ""
+        rung = self.rung_rule and self.aggregate == "rung" and self.sampler != "nsga2"
+        rule = ", rung rule" if rung else ""
         levers = [
             "bohb view" if self.rung_view != "pruned" else "",
             "rung weighting" if self.rung_weighting else "",
@@ -158,31 +211,89 @@ class OptunaSearcher:
         return f"optuna ({', '.join([self.sampler + rule, *filter(None, levers)])})"
 
     def build(
-        self, space: Space, *, metric: str, mode: str, seed: int | None, num_trials: int
+        self,
+        space: Space,
+        *,
+        metric: str,
+        mode: str,
+        seed: int | None,
+        num_trials: int,
+        objectives: Sequence[Objective] = (),
+        constraints: Sequence[Constraint] = (),
     ) -> Any:
-        """Ray Tune's ``OptunaSearch`` over ``space`` with `make_sampler`'s sampler."""
+        """Ray Tune's ``OptunaSearch`` over ``space`` with `make_sampler`'s sampler.
+
+        ``objectives``: every metric when there are several (the first is ``metric`` and
+        ``mode``); the search then takes their lists, and ``constraints`` (each bounds an
+        objective) mark the trials that break them infeasible.
+
+        Raises:
+            SpecError: If these settings cannot run this many metrics
+                (`multi_objective_rule`, `single_objective_rule`), or constraints come with
+                one metric.
+        """
         from ray.tune.search.optuna import OptunaSearch
 
         from sweeplab.space._optuna import compile_to_optuna
 
-        sampler = self.make_sampler(space, seed=seed, num_trials=num_trials)
+        several = len(objectives) > 1
+        rule = self.multi_objective_rule() if several else self.single_objective_rule()
+        if rule is None and constraints and not several:
+            rule = "takes constraints only with several metrics"
+        if rule is not None:
+            raise SpecError(f"OptunaSearcher {rule}, but got {self!r}.")
+        if not several:
+            sampler = self.make_sampler(space, seed=seed, num_trials=num_trials)
+            return OptunaSearch(
+                space=compile_to_optuna(space), metric=metric, mode=mode, sampler=sampler
+            )
+        sampler = self.make_sampler(
+            space, seed=seed, num_trials=num_trials, objectives=objectives, constraints=constraints
+        )
         return OptunaSearch(
-            space=compile_to_optuna(space), metric=metric, mode=mode, sampler=sampler
+            space=compile_to_optuna(space),
+            metric=[o.name for o in objectives],
+            mode=[o.mode for o in objectives],
+            sampler=sampler,
         )
 
-    def make_sampler(self, space: Space, *, seed: int | None, num_trials: int) -> Any:
-        """The Optuna sampler for a sweep of ``num_trials`` trials over ``space``."""
+    def make_sampler(
+        self,
+        space: Space,
+        *,
+        seed: int | None,
+        num_trials: int,
+        objectives: Sequence[Objective] = (),
+        constraints: Sequence[Constraint] = (),
+    ) -> Any:
+        """The Optuna sampler for a sweep of ``num_trials`` trials over ``space``.
+
+        With several ``objectives`` it models them together, without the rung rule, and learns
+        each of ``constraints`` as an Optuna constraint of the told values (see
+        `sweeplab.space._optuna_mo`).
+        """
         import optuna
 
         startup = self.startup_trials or startup_trials(num_trials)
+        extra: dict[str, Any] = {}
+        if constraints:
+            from sweeplab.space._optuna_mo import ConstraintViolations
+
+            names = tuple(o.name for o in objectives)
+            extra["constraints_func"] = ConstraintViolations(names, tuple(constraints))
         with warnings.catch_warnings():
             # `group` and the GP sampler are marked experimental by Optuna, and TPE's `gamma`
-            # deprecated since 4.9 (to be removed in 6.0; `good_fraction` is the only user).
+            # deprecated since 4.9 (to be removed in 6.0; `good_fraction` is the only user);
+            # `constraints_func` since 5.0 (to be removed in 7.0): its replacement,
+            # `Trial.set_constraint`, needs the Optuna trial that Ray's `OptunaSearch` keeps
+            # private, and does not exist before 5.0.
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             warnings.simplefilter("ignore", FutureWarning)
             base: Any
             if self.sampler == "gp":
-                base = optuna.samplers.GPSampler(seed=seed, n_startup_trials=startup)
+                base = optuna.samplers.GPSampler(seed=seed, n_startup_trials=startup, **extra)
+            elif self.sampler == "nsga2":
+                base = optuna.samplers.NSGAIISampler(population_size=startup, seed=seed, **extra)
             else:
                 gamma = None if self.good_fraction is None else _Gamma(self.good_fraction)
                 base = optuna.samplers.TPESampler(
@@ -192,9 +303,14 @@ class OptunaSearcher:
                     group=self.group,
                     constant_liar=True,
                     gamma=gamma,
+                    **extra,
                 )
         sampler = base
-        if self.rung_rule:
+        if constraints:
+            from sweeplab.space._optuna_mo import ToldValuesSampler
+
+            sampler = ToldValuesSampler(base)
+        if self.rung_rule and len(objectives) <= 1 and self.sampler != "nsga2":
             from sweeplab.space._rung_sampler import RungSampler
 
             sampler = RungSampler(
@@ -210,6 +326,14 @@ class OptunaSearcher:
 
             sampler = RandomInterleavedSampler(sampler, self.random_fraction, seed=seed)
         return sampler
+
+
+_GP_MULTI_OBJECTIVE = (4, 5)
+
+
+def _optuna_version() -> tuple[int, int]:
+    match = re.match(r"(\d+)\.(\d+)", importlib.metadata.version("optuna"))
+    return (int(match[1]), int(match[2])) if match else (0, 0)
 
 
 @dataclasses.dataclass(frozen=True)

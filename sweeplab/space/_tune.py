@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sweeplab.errors import SpecError
 from sweeplab.space._primitives import PARAM_TYPES, Choice, thaw
 from sweeplab.space._space import Space
+
+if TYPE_CHECKING:
+    from sweeplab.pareto import Constraint, Objective
 
 __all__ = ["SEARCHERS", "TuneSearch", "build_tune_search"]
 
@@ -74,6 +77,8 @@ def build_tune_search(
     mode: str,
     seed: int | None,
     num_trials: int,
+    objectives: Sequence[Objective] = (),
+    constraints: Sequence[Constraint] = (),
 ) -> TuneSearch:
     """Compiles ``space`` for ``searcher``.
 
@@ -90,9 +95,15 @@ def build_tune_search(
         mode: ``"min"`` or ``"max"``.
         seed: Seed for the searcher; the same seed gives the same suggestions.
         num_trials: Trials to run; for ``"grid"`` the number of repeats of the grid.
+        objectives: With several metrics, all of them (the first is ``metric`` and ``mode``):
+            ``"optuna"`` then models them together, with ``constraints`` (each bounding an
+            objective) marking the trials that break them infeasible. ``"random"`` and
+            ``"grid"`` learn nothing, so they need neither; ``"hyperopt"`` takes one metric.
+        constraints: See ``objectives``.
 
     Raises:
-        SpecError: If ``searcher``, ``mode`` or ``num_trials`` is not allowed.
+        SpecError: If ``searcher``, ``mode`` or ``num_trials`` is not allowed, or ``searcher``
+            cannot take ``objectives``.
     """
     space = Space(space)
     if searcher not in SEARCHERS:
@@ -101,6 +112,10 @@ def build_tune_search(
         raise SpecError(f"mode must be 'min' or 'max', but got {mode!r}.")
     if isinstance(num_trials, bool) or not isinstance(num_trials, int) or num_trials < 1:
         raise SpecError(f"num_trials must be an integer >= 1, but got {num_trials!r}.")
+    if len(objectives) > 1 and searcher == "hyperopt":
+        raise SpecError(
+            f"searcher 'hyperopt' takes one metric, but got {len(objectives)} objectives."
+        )
 
     if searcher == "random":
         from sweeplab.space._tune_ray import RandomSpaceSearcher
@@ -118,7 +133,13 @@ def build_tune_search(
         from sweeplab.space._optuna_searcher import OptunaSearcher
 
         alg = OptunaSearcher().build(
-            space, metric=metric, mode=mode, seed=seed, num_trials=num_trials
+            space,
+            metric=metric,
+            mode=mode,
+            seed=seed,
+            num_trials=num_trials,
+            objectives=objectives,
+            constraints=constraints,
         )
         return TuneSearch(search_alg=alg, param_space={}, num_samples=num_trials)
     from ray.tune.search.hyperopt import HyperOptSearch

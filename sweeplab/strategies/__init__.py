@@ -6,7 +6,8 @@ a sweep using it must keep and its preview. The spec's checks, the engine's Tune
 class or are declared (`SchedulerTraits`), never guessed.
 
 Ray is imported only when a scheduler or search is built; the Ray-side classes below
-(`HyperBand`, `LineagePBT`, `TrialFeedbackSearcher`, ...) are imported on first access.
+(`HyperBand`, `LineagePBT`, `MultiObjectiveASHA`, `TrialFeedbackSearcher`, ...) are imported
+on first access.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from sweeplab.strategies._traits import SchedulerTraits, tune_trial_limit
 
 if TYPE_CHECKING:
     from sweeplab.strategies._hyperband import HyperBand, ResumeWhenStalled
+    from sweeplab.strategies._mo_asha import MultiObjectiveASHA
     from sweeplab.strategies._pbt import LineagePBT, PopulationVariantGenerator
     from sweeplab.strategies._searcher_feedback import (
         OutcomeLog,
@@ -56,6 +58,7 @@ __all__ = [
     "ExploitHook",
     "HyperBand",
     "LineagePBT",
+    "MultiObjectiveASHA",
     "OutcomeLog",
     "PlanInputs",
     "PopulationVariantGenerator",
@@ -88,6 +91,7 @@ __all__ = [
 _WITH_RAY = {
     "HyperBand": "_hyperband",
     "ResumeWhenStalled": "_hyperband",
+    "MultiObjectiveASHA": "_mo_asha",
     "LineagePBT": "_pbt",
     "PopulationVariantGenerator": "_pbt",
     "OutcomeLog": "_searcher_feedback",

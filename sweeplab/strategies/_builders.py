@@ -56,8 +56,19 @@ def build_fifo(sweep: StrategySweep, setup: SchedulerSetup) -> Any:
 
 
 def build_asha(sweep: StrategySweep, setup: SchedulerSetup) -> Any:
+    """Tune's ASHA; with several objectives, `MultiObjectiveASHA` on the same rungs."""
     from ray.tune.schedulers import ASHAScheduler
 
+    if len(sweep.objectives) > 1:
+        from sweeplab.strategies._mo_asha import MultiObjectiveASHA
+
+        return MultiObjectiveASHA(
+            objectives=sweep.objectives,
+            time_attr="training_iteration",
+            max_t=sweep.max_iterations,
+            grace_period=1,
+            reduction_factor=ASHA_REDUCTION_FACTOR,
+        )
     return ASHAScheduler(
         time_attr="training_iteration",
         max_t=sweep.max_iterations,
@@ -143,4 +154,6 @@ def _compile(sweep: StrategySweep, searcher: str) -> TuneSearch:
         mode=sweep.mode,
         seed=sweep.seed,
         num_trials=sweep.num_trials,
+        objectives=sweep.objectives,
+        constraints=sweep.constraints,
     )

@@ -65,6 +65,7 @@ class SchedulerEntry:
         takes_warm_start: Whether a warm start's configs can be tried first.
         population: Where it draws its own population (PBT), the search that does, used
             instead of the searcher's; None: the searcher's.
+        multi_objective: Whether it takes a sweep with several metrics.
     """
 
     name: str
@@ -74,6 +75,7 @@ class SchedulerEntry:
     preview: Callable[[PlanInputs], TrialPlan]
     takes_warm_start: bool = True
     population: SearchBuilder | None = None
+    multi_objective: bool = False
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -87,6 +89,7 @@ class SearcherEntry:
         takes_warm_start: Whether a warm start's configs can be tried first.
         repeats_grid: Whether each of the sweep's ``num_trials`` is a run over the whole grid
             (``space.grid_size`` trials), not one trial.
+        multi_objective: Whether it takes a sweep with several metrics.
     """
 
     name: str
@@ -94,6 +97,7 @@ class SearcherEntry:
     validate: Rule
     takes_warm_start: bool
     repeats_grid: bool = False
+    multi_objective: bool = False
 
 
 def _pbt_rule(sweep: StrategySweep) -> RuleBreak | None:
@@ -122,6 +126,7 @@ SCHEDULERS: Mapping[str, SchedulerEntry] = MappingProxyType(
         for entry in (
             SchedulerEntry(
                 name="fifo",
+                multi_objective=True,
                 traits=_STOP_ONLY,
                 build=build_fifo,
                 validate=no_rule,
@@ -129,6 +134,7 @@ SCHEDULERS: Mapping[str, SchedulerEntry] = MappingProxyType(
             ),
             SchedulerEntry(
                 name="asha",
+                multi_objective=True,
                 traits=_STOP_ONLY,
                 build=build_asha,
                 validate=no_rule,
@@ -168,12 +174,14 @@ SEARCHERS: Mapping[str, SearcherEntry] = MappingProxyType(
         for entry in (
             SearcherEntry(
                 name="random",
+                multi_objective=True,
                 build=compiled_search("random"),
                 validate=no_rule,
                 takes_warm_start=True,
             ),
             SearcherEntry(
                 name="grid",
+                multi_objective=True,
                 build=compiled_search("grid"),
                 validate=_grid_rule,
                 takes_warm_start=False,
@@ -181,6 +189,7 @@ SEARCHERS: Mapping[str, SearcherEntry] = MappingProxyType(
             ),
             SearcherEntry(
                 name="optuna",
+                multi_objective=True,
                 build=compiled_search("optuna"),
                 validate=no_rule,
                 takes_warm_start=True,

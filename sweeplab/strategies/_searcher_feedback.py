@@ -39,6 +39,20 @@ What each searcher is told:
   Dropping stopped trials instead would leave TPE mostly random under ASHA (most trials stop),
   and a fixed penalty would lose how far each got.
 
+With several metrics (Ray's `OptunaSearch` with lists of metrics and modes), a trial's point is
+the values of its last report that holds every objective (finite), as the sweep ranks it
+(`sweeplab.pareto`); it is **diverged** when its last result has a NaN or infinite value of any
+objective. Optuna is told:
+
+- finished or stopped -> COMPLETE with its point; a trial with no point -> PRUNED, with no
+  values (and, under constraints, infinitely infeasible). A stopped trial is told as complete,
+  not PRUNED, on purpose: Optuna's multi-objective TPE ranks PRUNED trials without values all
+  alike, below every complete one, and NSGA-II and the GP sampler leave them out, so under ASHA,
+  where most trials stop, the model would learn from the few that finished. Its last point is
+  also the one the sweep ranks it by, so the searcher and the ranking judge a trial alike; that
+  point is usually dominated by longer-trained ones, which is how ASHA judged it too.
+- diverged and errored -> FAIL, as with one metric.
+
 Other searchers are told what Tune tells them.
 """
 
@@ -47,13 +61,16 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import ray.cloudpickle as pickle
 from ray.tune.search import Searcher
 
-from sweeplab._numbers import is_finite_number, is_number
+from sweeplab._numbers import diverged, is_finite_number
+
+if TYPE_CHECKING:
+    from sweeplab.pareto import Objective
 
 __all__ = [
     "OUTCOMES",
@@ -80,11 +97,14 @@ class TrialOutcome:
             included.
         withheld: Whether the last result never reached ``on_trial_result`` (Tune withholds
             the result at which a scheduler or stopper stops a trial).
+        point: With several objectives, the values of the last result that holds every one of
+            them finite, by name; None when no result does, and with one objective.
     """
 
     kind: str
     values: dict[int, float]
     withheld: bool = False
+    point: dict[str, float] | None = None
 
     @property
     def last_iteration(self) -> int | None:
@@ -102,15 +122,21 @@ class OutcomeLog:
     """The values each live trial reported, and the outcome of each trial that ends.
 
     Args:
-        metric: The metric the searcher optimises.
+        metric: The metric the searcher optimises (with several, the first).
         max_iterations: A trial's budget in reports; None when the sweep sets none.
+        objectives: With several metrics, all their names: each trial's last point is kept
+            (`TrialOutcome.point`), and a NaN or infinite value of any of them is a divergence.
     """
 
-    def __init__(self, metric: str, max_iterations: int | None) -> None:
+    def __init__(
+        self, metric: str, max_iterations: int | None, *, objectives: Sequence[str] = ()
+    ) -> None:
         self.metric = metric
         self.max_iterations = max_iterations
+        self.objectives = tuple(objectives) or (metric,)
         self.values: dict[str, dict[int, float]] = {}
         self.seen: dict[str, set[int]] = {}
+        self.points: dict[str, dict[str, float]] = {}
 
     def record(self, trial_id: str, result: Mapping[str, Any]) -> bool:
         """Notes a result given to the searcher; returns whether its metric is finite."""
@@ -120,7 +146,18 @@ class OutcomeLog:
             self.seen.setdefault(trial_id, set()).add(iteration)
             if is_finite_number(value):
                 self.values.setdefault(trial_id, {})[iteration] = float(value)
+        point = self._point(result)
+        if point is not None:
+            self.points[trial_id] = point
         return is_finite_number(value)
+
+    def _point(self, result: Mapping[str, Any]) -> dict[str, float] | None:
+        """The objectives' values in `result` if it holds every one finite (several only)."""
+        if len(self.objectives) < 2:
+            return None
+        if not all(is_finite_number(result.get(name)) for name in self.objectives):
+            return None
+        return {name: float(result[name]) for name in self.objectives}
 
     def outcome(
         self, trial_id: str, result: Mapping[str, Any] | None, error: bool = False
@@ -128,23 +165,26 @@ class OutcomeLog:
         """The outcome of `trial_id`, which ended with `result`; forgets the trial."""
         values = self.values.pop(trial_id, {})
         seen = self.seen.pop(trial_id, set())
+        kept = self.points.pop(trial_id, None)
+        point = (self._point(result) if result else None) or kept
         if error:
-            return TrialOutcome("errored", values)
+            return TrialOutcome("errored", values, point=point)
         if not result:
-            return TrialOutcome("stopped", values)
+            return TrialOutcome("stopped", values, point=point)
         value: Any = result.get(self.metric)
         iteration = result.get(_ITERATION)
-        if is_number(value) and not is_finite_number(value):
-            return TrialOutcome("diverged", values)
+        if any(diverged(result, name) for name in self.objectives):
+            return TrialOutcome("diverged", values, point=point)
         step = iteration if isinstance(iteration, int) else max(values, default=0) + 1
         if is_finite_number(value):
             values = {**values, step: float(value)}
         if not isinstance(iteration, int):
-            return TrialOutcome("finished", values)  # no iteration: nothing says it was cut
+            # No iteration: nothing says it was cut.
+            return TrialOutcome("finished", values, point=point)
         reached = self.max_iterations is not None and iteration >= self.max_iterations
         returned = iteration in seen and bool(result.get("done"))
         kind = "finished" if reached or returned else "stopped"
-        return TrialOutcome(kind, values, withheld=iteration not in seen)
+        return TrialOutcome(kind, values, withheld=iteration not in seen, point=point)
 
 
 def hyperopt_loss(outcome: TrialOutcome, *, mode: str, max_iterations: int | None) -> float | None:
@@ -171,18 +211,24 @@ class TrialFeedbackSearcher(Searcher):
 
     Args:
         inner: The searcher.
-        metric: The metric it optimises.
-        mode: ``"min"`` or ``"max"``.
+        metric: The metric it optimises, or the list of its metrics (an `OptunaSearch` only).
+        mode: ``"min"`` or ``"max"``, or the list of each metric's.
         max_iterations: A trial's budget in reports.
     """
 
     def __init__(
-        self, inner: Searcher, *, metric: str, mode: str, max_iterations: int | None
+        self,
+        inner: Searcher,
+        *,
+        metric: str | list[str],
+        mode: str | list[str],
+        max_iterations: int | None,
     ) -> None:
         super().__init__(metric=metric, mode=mode)
         self.inner = inner
         self.max_iterations = max_iterations
-        self.log = OutcomeLog(metric, max_iterations)
+        names = [metric] if isinstance(metric, str) else list(metric)
+        self.log = OutcomeLog(names[0], max_iterations, objectives=names)
 
     def set_search_properties(
         self, metric: str | None, mode: str | None, config: dict, **spec: Any
@@ -211,6 +257,14 @@ class TrialFeedbackSearcher(Searcher):
             self.inner.on_trial_complete(trial_id, result=result, error=error)
 
     def _tell_optuna(self, trial_id: str, outcome: TrialOutcome, result: dict | None) -> None:
+        if len(self.log.objectives) > 1:
+            # Several metrics: a stopped trial is complete with its last point (see the
+            # module's docstring); `OptunaSearch` tells PRUNED for no result, FAIL for an error.
+            if outcome.kind in ("finished", "stopped"):
+                self.inner.on_trial_complete(trial_id, result=outcome.point)
+            else:
+                self.inner.on_trial_complete(trial_id, result=None, error=True)
+            return
         if outcome.kind == "finished":
             self.inner.on_trial_complete(trial_id, result=result)
         elif outcome.kind == "stopped":
@@ -241,12 +295,30 @@ class TrialFeedbackSearcher(Searcher):
 
 
 def with_trial_feedback(
-    searcher: Any, *, metric: str, mode: str, max_iterations: int | None
+    searcher: Any,
+    *,
+    metric: str,
+    mode: str,
+    max_iterations: int | None,
+    objectives: Sequence[Objective] = (),
 ) -> Any:
-    """`searcher` wrapped in :class:`TrialFeedbackSearcher` if it is Optuna's or HyperOpt's."""
+    """`searcher` wrapped in :class:`TrialFeedbackSearcher` if it is Optuna's or HyperOpt's.
+
+    With several ``objectives``, only an `OptunaSearch` of several metrics is wrapped (with its
+    own lists of metrics and modes); other searchers are told what Tune tells them.
+    """
     from ray.tune.search.hyperopt import HyperOptSearch
     from ray.tune.search.optuna import OptunaSearch
 
+    if len(objectives) > 1:
+        if isinstance(searcher, OptunaSearch) and isinstance(searcher.metric, list):
+            return TrialFeedbackSearcher(
+                searcher,
+                metric=list(searcher.metric),
+                mode=list(searcher.mode),
+                max_iterations=max_iterations,
+            )
+        return searcher
     if isinstance(searcher, (OptunaSearch, HyperOptSearch)):
         return TrialFeedbackSearcher(
             searcher, metric=metric, mode=mode, max_iterations=max_iterations

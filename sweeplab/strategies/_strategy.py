@@ -48,6 +48,14 @@ def strategy_rule_break(sweep: StrategySweep) -> RuleBreak | None:
     """
     scheduler, searcher = _scheduler_entry(sweep), _searcher_entry(sweep)
     entries = [entry for entry in (searcher, scheduler) if entry is not None]
+    if len(sweep.objectives) > 1:
+        broken = _multi_objective_rule(sweep, scheduler, searcher)
+        if broken is not None:
+            return broken
+    elif isinstance(sweep.searcher, OptunaSearcher):
+        rule = sweep.searcher.single_objective_rule()
+        if rule is not None:
+            return RuleBreak("searcher", rule, sweep.searcher)
     if sweep.warm_start is not None and not all(entry.takes_warm_start for entry in entries):
         return RuleBreak("warm_start", WARM_START_RULE, sweep.warm_start)
     for entry in entries[::-1]:
@@ -58,6 +66,31 @@ def strategy_rule_break(sweep: StrategySweep) -> RuleBreak | None:
         traits = object_traits(sweep.scheduler, sweep.scheduler_traits)
         if isinstance(traits, RuleBreak):
             return traits
+    return None
+
+
+def _multi_objective_rule(
+    sweep: StrategySweep, scheduler: SchedulerEntry | None, searcher: SearcherEntry | None
+) -> RuleBreak | None:
+    """Which strategies take several metrics: the registry's, and OptunaSearcher's samplers."""
+    if scheduler is None or not scheduler.multi_objective:
+        names = [e.name for e in SCHEDULERS.values() if e.multi_objective]
+        return RuleBreak(
+            "scheduler",
+            f"must be one of {names} with several metrics (the others compare one metric)",
+            sweep.scheduler,
+        )
+    if searcher is not None and not searcher.multi_objective:
+        names = [e.name for e in SEARCHERS.values() if e.multi_objective]
+        return RuleBreak(
+            "searcher",
+            f"must be one of {names} (or a configured one) with several metrics",
+            sweep.searcher,
+        )
+    if isinstance(sweep.searcher, OptunaSearcher):
+        rule = sweep.searcher.multi_objective_rule()
+        if rule is not None:
+            return RuleBreak("searcher", rule, sweep.searcher)
     return None
 
 
@@ -110,8 +143,9 @@ def build_search(sweep: StrategySweep) -> TuneSearch:
     """The `TuneSearch` (search algorithm, param space, num_samples) of `sweep`.
 
     An Optuna or HyperOpt searcher learns each trial as finished, stopped early, diverged or
-    errored (see `TrialFeedbackSearcher`), not every trial's last value as a final one. A warm
-    start is the engine's to add.
+    errored (see `TrialFeedbackSearcher`), not every trial's last value as a final one; with
+    several metrics, by the values of its last report that holds them all. A warm start is the
+    engine's to add.
     """
     from sweeplab.strategies._searcher_feedback import with_trial_feedback
 
@@ -122,6 +156,8 @@ def build_search(sweep: StrategySweep) -> TuneSearch:
             mode=sweep.mode,
             seed=sweep.seed,
             num_trials=sweep.num_trials,
+            objectives=sweep.objectives,
+            constraints=sweep.constraints,
         )
         search = TuneSearch(search_alg=alg, param_space={}, num_samples=sweep.num_trials)
     elif not isinstance(sweep.searcher, str):
@@ -137,6 +173,7 @@ def build_search(sweep: StrategySweep) -> TuneSearch:
             metric=sweep.metric,
             mode=sweep.mode,
             max_iterations=sweep.max_iterations,
+            objectives=sweep.objectives,
         ),
     )
 

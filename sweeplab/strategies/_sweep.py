@@ -10,6 +10,7 @@ import dataclasses
 from typing import Any, Protocol
 
 from sweeplab.errors import SpecError
+from sweeplab.pareto import Constraint, Objective
 from sweeplab.space import Space
 
 __all__ = ["RuleBreak", "StrategySweep"]
@@ -29,6 +30,12 @@ class StrategySweep(Protocol):
 
     @property
     def mode(self) -> str: ...
+
+    @property
+    def objectives(self) -> tuple[Objective, ...]: ...
+
+    @property
+    def constraints(self) -> tuple[Constraint, ...]: ...
 
     @property
     def searcher(self) -> Any: ...

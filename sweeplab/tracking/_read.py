@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import json
 import math
 import tempfile
@@ -13,7 +12,6 @@ from typing import Any
 from sweeplab.errors import SweeplabError
 from sweeplab.keys import (
     BEST_TAG,
-    CONFIG_TAG,
     RANK_TAG,
     RESTARTS_TAG,
     ROLE_SWEEP,
@@ -21,8 +19,10 @@ from sweeplab.keys import (
     STATUS_TAG,
     TRIAL_ID_TAG,
 )
-from sweeplab.tracking._flatten import unflatten
+from sweeplab.pareto import Constraint, Objective
 from sweeplab.tracking._flusher import PARENT_TAG
+from sweeplab.tracking._ranking import SweepSummary
+from sweeplab.tracking._run_records import summary_of_runs, sweep_objectives, trial_config
 
 SWEEP_FILTER = f"tags.`{ROLE_TAG}` = '{ROLE_SWEEP}'"
 
@@ -41,9 +41,14 @@ class SweepData:
         history: Long frame of every metric point: ``trial_id, rank, metric, step, value,
             timestamp``.
         best: The best trial (same content as ``best_config.json``), or ``{}``.
-        metric: The ranked metric; ``mode``: ``min``/``max``.
+        metric: The ranked metric; ``mode``: ``min``/``max`` (of a multi-objective sweep:
+            the first objective).
         parent_run_id: The sweep's parent run.
         settings: The parent run's params.
+        objectives: Every objective (one for a single metric).
+        constraints: The constraints of a multi-objective sweep.
+        summary: The ranked trials as records (`load_summary`): of a multi-objective sweep
+            with each trial's values, front, and the front's hypervolume.
     """
 
     name: str
@@ -54,6 +59,9 @@ class SweepData:
     history: Any
     best: dict[str, Any] = field(default_factory=dict)
     settings: dict[str, str] = field(default_factory=dict)
+    objectives: tuple[Objective, ...] = ()
+    constraints: tuple[Constraint, ...] = ()
+    summary: SweepSummary | None = None
 
 
 def resolve_tracking_uri(tracking_uri: str | None) -> str:
@@ -182,14 +190,17 @@ def load_sweep(name: str, tracking_uri: str | None = None) -> SweepData:
     parent = latest_sweep_run(client, name, uri)
     settings = dict(parent.data.params)
     metric, mode = settings.get("metric", ""), settings.get("mode", "min")
-    rows, points = [], []
-    for child in _children(client, parent):
+    rows, points, histories = [], [], []
+    children = _children(client, parent)
+    for child in children:
         tags, run_id = child.data.tags, child.info.run_id
         trial_id = tags.get(TRIAL_ID_TAG, run_id)
         rank = int(tags[RANK_TAG]) if tags.get(RANK_TAG) else None
         curve: dict[int, float] = {}
+        fetched = {key: client.get_metric_history(run_id, key) for key in child.data.metrics}
+        histories.append(fetched)
         for key in child.data.metrics:
-            for point in client.get_metric_history(run_id, key):
+            for point in fetched[key]:
                 points.append(
                     {
                         "trial_id": trial_id,
@@ -225,6 +236,8 @@ def load_sweep(name: str, tracking_uri: str | None = None) -> SweepData:
     )
     if not history.empty:
         history = history.sort_values(["trial_id", "metric", "step"], ignore_index=True)
+    best_doc = _best_from_parent(client, parent, uri)
+    summary = summary_of_runs(parent, list(zip(children, histories, strict=True)), best_doc, uri)
     return SweepData(
         name=name,
         metric=metric,
@@ -232,9 +245,42 @@ def load_sweep(name: str, tracking_uri: str | None = None) -> SweepData:
         parent_run_id=parent.info.run_id,
         trials=trials,
         history=history,
-        best=_best_from_parent(client, parent, uri),
+        best=best_doc,
         settings=settings,
+        objectives=summary.objectives or (Objective(metric, mode),),
+        constraints=summary.constraints,
+        summary=summary,
     )
+
+
+def load_summary(name: str, tracking_uri: str | None = None) -> SweepSummary:
+    """The ranked trials of a sweep's latest execution, as the sweep's own summary holds them.
+
+    Read from MLflow's own values: each trial's rank (and front) tags, its config, and the
+    objective metrics at its last step that holds all of them; the hypervolume and the picked
+    trial are computed from these. Of a multi-objective sweep, the summary has its
+    objectives, constraints and pick rule.
+
+    Raises:
+        UnknownSweepError: No sweep of that name.
+    """
+    check_sweep_store(resolve_tracking_uri(tracking_uri), name)
+    client, uri = tracking_client(tracking_uri)
+    parent = latest_sweep_run(client, name, uri)
+    objectives, _ = sweep_objectives(parent)
+    wanted = {o.name for o in objectives}
+    runs = [
+        (
+            child,
+            {
+                key: client.get_metric_history(child.info.run_id, key)
+                for key in child.data.metrics
+                if key in wanted
+            },
+        )
+        for child in _children(client, parent)
+    ]
+    return summary_of_runs(parent, runs, _best_from_parent(client, parent, uri), uri)
 
 
 @dataclass(frozen=True)
@@ -279,25 +325,6 @@ def check_sweep_store(uri: str, name: str) -> None:
             )
 
 
-def _typed(text: str) -> Any:
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return text
-
-
-def _trial_config(run: Any) -> dict[str, Any]:
-    text = run.data.tags.get(CONFIG_TAG)
-    if text:
-        try:
-            config = json.loads(text)
-        except ValueError:
-            config = None
-        if isinstance(config, dict):
-            return config
-    return unflatten({k: _typed(v) for k, v in run.data.params.items()})
-
-
 def ranked_configs(name: str, tracking_uri: str | None = None) -> SweepRanking:
     """The ranked trials of a sweep's latest execution with their configs, best first.
 
@@ -327,7 +354,7 @@ def ranked_configs(name: str, tracking_uri: str | None = None) -> SweepRanking:
                 rank=int(tags[RANK_TAG]),
                 trial_id=tags.get(TRIAL_ID_TAG, child.info.run_id),
                 status=tags.get(STATUS_TAG, ""),
-                config=_trial_config(child),
+                config=trial_config(child),
                 last_value=child.data.metrics.get(metric),
             )
         )

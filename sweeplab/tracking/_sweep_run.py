@@ -16,6 +16,8 @@ from sweeplab.keys import (
     BEST_METRIC_TAG,
     BEST_TAG,
     BEST_TRIAL_ID_TAG,
+    FRONT_ARTIFACT,
+    HYPERVOLUME_METRIC,
     METRIC_TAG,
     RANK_BY_TAG,
     ROLE_SWEEP,
@@ -33,7 +35,7 @@ from sweeplab.tracking._flusher import (
     MAX_TAG_LENGTH,
     PARENT_TAG,
 )
-from sweeplab.tracking._ranking import TrialRecord
+from sweeplab.tracking._ranking import SweepSummary, TrialRecord
 
 logger = logging.getLogger(__name__)
 
@@ -72,9 +74,14 @@ class ParentRun:
         self.experiment_id: str | None = None
 
     def create(
-        self, params: Mapping[str, Any], spec_path: Path | None, space_yaml: str | None
+        self,
+        params: Mapping[str, Any],
+        spec_path: Path | None,
+        space_yaml: str | None,
+        tags: Mapping[str, str] | None = None,
     ) -> None:
-        """Creates (or reuses) the experiment and a new parent run with the sweep's settings."""
+        """Creates (or reuses) the experiment and a new parent run with the sweep's settings
+        (and ``tags`` beside sweeplab's own)."""
         from mlflow.entities import Param
 
         client = self.client
@@ -92,6 +99,7 @@ class ParentRun:
                 ROLE_TAG: ROLE_SWEEP,
                 SWEEP_TAG: self.sweep_name,
                 RANK_BY_TAG: self.rank_by,
+                **(tags or {}),
             },
             run_name=f"{self.sweep_name}-{time.strftime('%Y%m%d-%H%M%S')}",
         )
@@ -137,7 +145,10 @@ class ParentRun:
         self.client.log_dict(self.run_id, dict(document), "warm_start.json")
 
     def record_best(self, best: TrialRecord | None, doc: Mapping[str, Any], trials: int) -> None:
-        """Logs the best trial on the parent run: tags, ``best.*`` params, metric, checkpoint."""
+        """Logs the best trial on the parent run: tags, ``best.*`` params, metric, checkpoint.
+
+        The value logged is the document's (``doc["value"]``).
+        """
         from mlflow.entities import Metric, Param, RunTag
 
         client, parent = self.client, self.run_id
@@ -154,7 +165,7 @@ class ParentRun:
         if best is None:
             client.log_batch(parent, tags=[RunTag(k, v) for k, v in tags.items()])
             return
-        value = best.value(self.rank_by)
+        value = doc["value"]
         tags[BEST_METRIC_TAG] = repr(value)
         tags[BEST_TRIAL_ID_TAG] = best.trial_id
         params = {"best_trial_id": best.trial_id}
@@ -184,11 +195,11 @@ class ParentRun:
         if checkpoint and Path(checkpoint).is_dir():
             client.log_artifacts(parent, checkpoint, "best_checkpoint")
             if self.register_model:
-                self._register_model(best)
+                self._register_model(best, value)
         elif self.register_model:
             logger.warning("Best trial %s has no checkpoint; nothing registered.", best.trial_id)
 
-    def _register_model(self, best: TrialRecord) -> None:
+    def _register_model(self, best: TrialRecord, value: float | None) -> None:
         from mlflow.exceptions import MlflowException
 
         client, name = self.client, self.register_model
@@ -206,9 +217,35 @@ class ParentRun:
                 SWEEP_TAG: self.sweep_name,
                 TRIAL_ID_TAG: best.trial_id,
                 METRIC_TAG: self.metric,
-                f"{TAG_PREFIX}{self.metric}": repr(best.value(self.rank_by)),
+                f"{TAG_PREFIX}{self.metric}": repr(value),
             },
         )
+
+    def record_front(self, summary: SweepSummary) -> None:
+        """Logs a multi-objective sweep's front on the parent run: the hypervolume metric and
+        the table artifact ``pareto_front.json`` (one row per front-1 trial: ``trial_id,
+        run_id, rank, front``, each objective's value, ``config``)."""
+        from mlflow.entities import Metric
+
+        assert self.run_id is not None
+        if summary.hypervolume is not None:
+            metric = Metric(HYPERVOLUME_METRIC, summary.hypervolume, int(time.time() * 1000), 0)
+            self.client.log_batch(self.run_id, metrics=[metric])
+        rows = [
+            {
+                "trial_id": record.trial_id,
+                "run_id": record.run_id,
+                "rank": record.rank,
+                "front": record.front,
+                **{o.name: (record.values or {}).get(o.name) for o in summary.objectives},
+                "config": record.config,
+            }
+            for record in summary.front
+        ]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp, FRONT_ARTIFACT)
+            path.write_text(json.dumps(rows, indent=2, default=str))
+            self.client.log_artifact(self.run_id, str(path))
 
     def terminate(self, status: str) -> None:
         assert self.run_id is not None

@@ -14,11 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from sweeplab.errors import SweeplabError
+from sweeplab.keys import CONSTRAINTS_TAG, OBJECTIVES_TAG
+from sweeplab.pareto import Constraint, Objective, parse_pick
 from sweeplab.tracking._flusher import Flusher
 from sweeplab.tracking._ranking import (
     SweepSummary,
     TrialRecord,
     _check,
+    _check_objectives,
     best_config_document,
 )
 from sweeplab.tracking._read import resolve_tracking_uri
@@ -62,6 +65,13 @@ class SweepTracker:
         max_iterations: A trial's budget in reports; a trial that reached it counts as finished.
         resume: Reuse the parent run recorded in ``storage_dir`` and its child runs.
         register_model: Name under which the best checkpoint is registered.
+        objectives: Several objectives make a multi-objective sweep: trials are ranked by
+            Pareto front, each child run is tagged with its front, and the parent run holds
+            the objectives, the constraints, the front (artifact ``pareto_front.json``) and its
+            hypervolume. The first must be ``metric``/``mode``. Empty or one: a single metric.
+        constraints: Bounds on the objectives' values; a trial that breaks one is infeasible.
+        pick: The rule that picks the best trial from the front (`sweeplab.pareto.parse_pick`);
+            ``None``: the first trial of the ranking.
     """
 
     def __init__(
@@ -82,8 +92,28 @@ class SweepTracker:
         resume: bool = False,
         register_model: str | None = None,
         drain_timeout_s: float = 600.0,
+        objectives: tuple[Objective, ...] = (),
+        constraints: tuple[Constraint, ...] = (),
+        pick: str | None = None,
     ) -> None:
         _check(mode, rank_by)
+        if len(objectives) > 1:
+            _check_objectives(objectives)
+            if objectives[0] != Objective(metric, mode):
+                raise ValueError(
+                    f"The first objective must be the metric, but got {objectives[0]} "
+                    f"for {metric=!r}, {mode=!r}."
+                )
+            if pick is not None:
+                parse_pick(pick, objectives)
+        elif constraints or pick is not None:
+            raise ValueError(
+                "`constraints` and `pick` need several objectives, but got "
+                f"{objectives=!r} with {constraints=!r}, {pick=!r}."
+            )
+        self.objectives = tuple(objectives) if len(objectives) > 1 else ()
+        self.constraints = tuple(constraints)
+        self.pick = pick
         self.tracking_uri = tracking_uri
         self.sweep_name = sweep_name
         self.storage_dir = Path(storage_dir)
@@ -134,7 +164,9 @@ class SweepTracker:
                     logger.warning(
                         "No %s in %s; starting a new parent run.", record.name, record.parent
                     )
-                parent.create(self._parent_params(), self.spec_path, self.space_yaml)
+                parent.create(
+                    self._parent_params(), self.spec_path, self.space_yaml, self._parent_tags()
+                )
         except SweeplabError:
             raise
         except Exception as error:
@@ -171,6 +203,8 @@ class SweepTracker:
             backfill=self.resume,
             sink=self._flusher,
             existing=existing,
+            objectives=self.objectives,
+            constraints=self.constraints,
         )
         self._flusher.start()
 
@@ -182,6 +216,14 @@ class SweepTracker:
             "scheduler": self.scheduler_name,
             **({"max_iterations": self.max_iterations} if self.max_iterations else {}),
             **self.settings,
+        }
+
+    def _parent_tags(self) -> dict[str, str]:
+        if not self.objectives:
+            return {}
+        return {
+            OBJECTIVES_TAG: json.dumps([[o.name, o.mode] for o in self.objectives]),
+            CONSTRAINTS_TAG: json.dumps([str(c) for c in self.constraints]),
         }
 
     def log_warm_start(self, source: str, document: Mapping[str, Any]) -> None:
@@ -263,6 +305,8 @@ class SweepTracker:
         The child runs get their rank (tag ``sweeplab.rank``) and a run name that sorts by it
         (``r01 <trial id> <metric>=<value>``); the parent run and ``best_config.json`` in
         ``storage_dir`` get the best trial (:func:`~sweeplab.tracking.best_config_document`).
+        A multi-objective sweep's child runs also get their front (``sweeplab.front``), and
+        its parent run the front as the artifact ``pareto_front.json`` and its hypervolume.
 
         Args:
             status: Final status of the parent run: ``FINISHED``, ``FAILED`` or ``KILLED``.
@@ -298,6 +342,9 @@ class SweepTracker:
             rank_by=self.rank_by,
             parent_run_id=self.parent_run_id,
             tracking_uri=self._resolved_uri,
+            objectives=self.objectives,
+            constraints=self.constraints,
+            pick_rule=self.pick,
         )
         best_doc = best_config_document(summary, self.sweep_name)
         (self.storage_dir / BEST_CONFIG_FILE).write_text(json.dumps(best_doc, indent=2))
@@ -305,5 +352,7 @@ class SweepTracker:
             lambda: parent.record_best(summary.best, best_doc, len(events.trials)),
             self.drain_timeout_s,
         )
+        if summary.multi_objective:
+            with_retries(lambda: parent.record_front(summary), self.drain_timeout_s)
         with_retries(lambda: parent.terminate(status), self.drain_timeout_s)
         return summary

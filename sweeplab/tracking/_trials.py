@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,6 +21,8 @@ from sweeplab.keys import (
     CHECKPOINT_PATH_KEY,
     CONFIG_TAG,
     ERROR_TAG,
+    FRONT_INFEASIBLE,
+    FRONT_TAG,
     GROUP_RESTARTS_KEY,
     ITERATION_KEY,
     PBT_DONOR_TAG,
@@ -40,9 +42,15 @@ from sweeplab.keys import (
     TRIAL_ID_TAG,
     TUNE_DUPLICATE_RESULT_KEY,
 )
+from sweeplab.pareto import Constraint, Objective
 from sweeplab.tracking._flatten import flatten, mask_secrets
 from sweeplab.tracking._flusher import MAX_TAG_LENGTH, MetricPoint
-from sweeplab.tracking._ranking import TrialRecord, rank_trials
+from sweeplab.tracking._ranking import (
+    TrialRecord,
+    constraint_violation,
+    rank_pareto,
+    rank_trials,
+)
 
 RUN_NAME_TAG = "mlflow.runName"
 
@@ -136,6 +144,9 @@ class _TrialState:
     config_changes: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     lineage: list[str] = field(default_factory=list)
     run_id: str | None = None
+    # A multi-objective trial's point: its last report that held every objective, and its step.
+    point: dict[str, float] | None = None
+    point_step: int | None = None
 
 
 def result_metrics(result: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
@@ -153,16 +164,25 @@ def result_metrics(result: Mapping[str, Any], prefix: str = "") -> dict[str, flo
 
 def ranked_run_name(record: TrialRecord, metric: str, rank_by: str, width: int) -> str:
     """``r01 trial_abc loss=0.123``: a child run's name that sorts by rank in the MLflow UI."""
-    value = record.value(rank_by)
-    shown = "-" if value is None or math.isnan(value) else f"{value:.4g}"
-    return f"r{record.rank:0{width}d} {record.trial_id} {metric}={shown}"
+    return f"r{record.rank:0{width}d} {record.trial_id} {metric}={_shown(record.value(rank_by))}"
+
+
+def pareto_run_name(record: TrialRecord, objectives: Sequence[Objective], width: int) -> str:
+    """``r01 trial_abc val_loss=0.12 latency_ms=3.4``: the name of a multi-objective trial."""
+    values = record.values or {}
+    shown = " ".join(f"{o.name}={_shown(values.get(o.name))}" for o in objectives)
+    return f"r{record.rank:0{width}d} {record.trial_id} {shown}"
+
+
+def _shown(value: float | None) -> str:
+    return "-" if value is None or math.isnan(value) else f"{value:.4g}"
 
 
 class TrialEvents:
     """Per-trial state built from Tune's events, mirrored into MLflow child runs by ``sink``.
 
     Args:
-        metric: Metric that ranks trials.
+        metric: Metric that ranks trials (the first objective of a multi-objective sweep).
         mode: ``"min"`` or ``"max"``.
         rank_by: ``"best"`` or ``"last"`` reported value.
         config_decoder: Turns a Tune (backend-shaped) config into the nested user config.
@@ -171,6 +191,10 @@ class TrialEvents:
         backfill: Re-read each trial's ``result.json`` when it is first seen (a resumed sweep).
         sink: Receives the child-run data; ``None`` keeps the state only.
         existing: Child runs of a resumed parent run, by trial id (mlflow ``Run`` objects).
+        objectives: Several objectives rank the trials by Pareto front (`rank_pareto`), each
+            trial at its last report that held all of them; the first must be ``metric``.
+            Empty or one: the single metric.
+        constraints: Bounds on the objectives' values of a multi-objective sweep.
     """
 
     def __init__(
@@ -185,7 +209,17 @@ class TrialEvents:
         backfill: bool = False,
         sink: ChildRunSink | None = None,
         existing: Mapping[str, Any] | None = None,
+        objectives: Sequence[Objective] = (),
+        constraints: Sequence[Constraint] = (),
     ) -> None:
+        if len(objectives) > 1 and objectives[0] != Objective(metric, mode):
+            raise ValueError(
+                f"The first objective must be the metric, but got {objectives[0]} "
+                f"for {metric=!r}, {mode=!r}."
+            )
+        self.objectives = tuple(objectives) if len(objectives) > 1 else ()
+        self.constraints = tuple(constraints) if self.objectives else ()
+        self._objective_names = [o.name for o in self.objectives]
         self.metric = metric
         self.mode = mode
         self.rank_by = rank_by
@@ -280,6 +314,9 @@ class TrialEvents:
         # later report (the trial's present lineage) wins.
         if self.metric in metrics:
             state.values[step] = metrics[self.metric]
+        if self._objective_names and all(name in metrics for name in self._objective_names):
+            state.point = {name: metrics[name] for name in self._objective_names}
+            state.point_step = step
         checkpoint = result.get(CHECKPOINT_PATH_KEY)
         if isinstance(checkpoint, str) and checkpoint:
             state.checkpoints[step] = checkpoint
@@ -374,6 +411,8 @@ class TrialEvents:
             best_iteration = min(s for s, v in values.items() if v == best_value)
             last_value = state.values[max(state.values)]
         anchor = best_iteration if self.rank_by == "best" else state.iterations
+        if self.objectives:  # rank_by does not apply: the trial is ranked at its point
+            anchor = state.point_step
         checkpoint = _checkpoint_at(state.checkpoints, anchor)
         config = state.config
         for changed_at, changed in state.config_changes:
@@ -390,17 +429,36 @@ class TrialEvents:
             iterations=state.iterations,
             best_checkpoint=checkpoint,
             restarts=state.restarts + state.group_restarts,
+            values=dict(state.point) if state.point is not None else None,
+            violation=constraint_violation(state.point, self.constraints),
         )
 
     def rank(self) -> list[TrialRecord]:
-        """Ranks the trials and tags each child run with its rank and a name that sorts by it."""
-        ranked = rank_trials(self.records(), self.metric, self.mode, self.rank_by)
+        """Ranks the trials and tags each child run with its rank and a name that sorts by it.
+
+        A multi-objective sweep's trials are ranked by Pareto front, and each child run with a
+        point is also tagged with its front (or as infeasible).
+        """
+        if self.objectives:
+            ranked = rank_pareto(self.records(), self.objectives, self.constraints)
+        else:
+            ranked = rank_trials(self.records(), self.metric, self.mode, self.rank_by)
         width = max(2, len(str(len(ranked))))
         for record in ranked:
-            tags = {
-                RANK_TAG: str(record.rank),
-                RUN_NAME_TAG: ranked_run_name(record, self.metric, self.rank_by, width),
-            }
+            if self.objectives:
+                tags = {
+                    RANK_TAG: str(record.rank),
+                    RUN_NAME_TAG: pareto_run_name(record, self.objectives, width),
+                }
+                if record.front is not None:
+                    tags[FRONT_TAG] = str(record.front)
+                elif record.has_point:
+                    tags[FRONT_TAG] = FRONT_INFEASIBLE
+            else:
+                tags = {
+                    RANK_TAG: str(record.rank),
+                    RUN_NAME_TAG: ranked_run_name(record, self.metric, self.rank_by, width),
+                }
             config = json.dumps(record.config, default=str)
             if len(config) <= MAX_TAG_LENGTH:  # longer ones are read back from the params
                 tags[CONFIG_TAG] = config

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sweeplab.tracking._ranking import SweepSummary, rank_trials
+from sweeplab.pareto import Constraint, Objective
+from sweeplab.tracking._ranking import SweepSummary
 from sweeplab.tracking._trials import TrialEvents
 
 __all__ = ["rank_tune_results"]
@@ -31,6 +32,9 @@ def rank_tune_results(
     rank_by: str = "best",
     config_decoder: Callable[[dict], dict] = lambda config: config,
     max_iterations: int | None = None,
+    objectives: tuple[Objective, ...] = (),
+    constraints: tuple[Constraint, ...] = (),
+    pick: str | None = None,
 ) -> SweepSummary:
     """Ranks a finished Tune run's trials from what Tune recorded, without MLflow.
 
@@ -44,6 +48,10 @@ def rank_tune_results(
         rank_by: ``"best"`` or ``"last"`` reported value.
         config_decoder: Turns a Tune (backend-shaped) config into the nested user config.
         max_iterations: A trial's budget in reports.
+        objectives: Several objectives rank the trials by Pareto front, as a tracked sweep
+            does; the first must be ``metric``/``mode``. Empty or one: the single metric.
+        constraints: Bounds on the objectives' values of a multi-objective sweep.
+        pick: The rule that picks the best trial from the front; ``None``: the first trial.
     """
     events = TrialEvents(
         metric=metric,
@@ -53,6 +61,8 @@ def rank_tune_results(
         scheduler_name="",
         max_iterations=max_iterations,
         backfill=True,
+        objectives=objectives,
+        constraints=constraints,
     )
     for result in results:
         trial_id = (result.metrics or {}).get("trial_id") or Path(result.path).name
@@ -65,8 +75,11 @@ def rank_tune_results(
         else:
             events.on_complete(trial)
     return SweepSummary(
-        trials=rank_trials(events.records(), metric, mode, rank_by),
+        trials=events.rank(),  # the tracker's ranking; an untracked sink tags nothing
         metric=metric,
         mode=mode,
         rank_by=rank_by,
+        objectives=events.objectives,
+        constraints=events.constraints,
+        pick_rule=pick,
     )

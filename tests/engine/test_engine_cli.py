@@ -51,12 +51,25 @@ BAD_SPECS = [
     ("pathname.py", None, "Sweep field `name`"),
     ("dotdot.py", None, "Sweep field `name`"),
     ("neverfits.py", None, "can never hold it"),
+    ("mo_lengths.py", None, "Sweep field `mode` must be a list of 2 modes"),
+    ("mo_unknown.py", None, "Sweep field `constraints[0]` must bound one of the sweep's metrics"),
+    ("mo_pbt.py", None, "Sweep field `scheduler` must be one of ['fifo', 'asha'] with several"),
+    ("mo_hyperband.py", None, "Sweep field `scheduler` must be one of ['fifo', 'asha'] with"),
+    ("mo_badrule.py", None, "Sweep field `constraints[0]` must be '<metric> <op> <number>'"),
+    ("mo_pick.py", None, "Sweep field `pick` must end with the metric that picks"),
 ]
+MO = GOOD.replace('metric="loss", mode="min"', 'metric=["loss", "ms"], mode=["min", "min"]')
 BAD_SOURCES = {
     "wrongtype.py": GOOD + ', num_trials="many"',
     "pathname.py": GOOD.replace('name="toy"', 'name="../escape"'),
     "dotdot.py": GOOD.replace('name="toy"', 'name="a..b"'),
     "neverfits.py": GOOD + ", workers_per_trial=64",
+    "mo_lengths.py": GOOD.replace('metric="loss", mode="min"', 'metric=["loss", "ms"], mode="min"'),
+    "mo_unknown.py": MO + ', constraints=["params <= 5"]',
+    "mo_pbt.py": MO.replace('"asha"', '"pbt"'),
+    "mo_hyperband.py": MO.replace('"asha"', '"hyperband"'),
+    "mo_badrule.py": MO + ', constraints=["ms =< 5"]',
+    "mo_pick.py": MO + ', pick="ms <= 5"',
 }
 
 
