@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeplab.engine import DEFAULT_STORAGE
-from sweeplab.errors import SweeplabError
+from sweeplab.errors import SpecError, SweeplabError
 
 __all__ = ["main"]
 
@@ -59,6 +59,12 @@ def _parser() -> argparse.ArgumentParser:
         "--resume", action="store_true", help="continue the latest interrupted run of this sweep"
     )
     sweep.add_argument("--no-live", action="store_true", help="print no live table")
+    sweep.add_argument(
+        "--pick",
+        metavar="RULE",
+        help="how to pick one trial of a multi-objective sweep's front, such as "
+        "'latency_ms <= 10, val_loss' (overrides the spec's pick)",
+    )
 
     preview = sub.add_parser("preview", help="validate a spec and show its plan; starts nothing")
     preview.add_argument("spec", type=Path)
@@ -67,9 +73,22 @@ def _parser() -> argparse.ArgumentParser:
     ls = sub.add_parser("ls", help="list the sweeps in the tracking store")
     _tracking_arg(ls)
 
-    best = sub.add_parser("best", help="the best trial of a sweep")
+    best = sub.add_parser(
+        "best", help="the best trial of a sweep; of a multi-objective sweep, its Pareto front"
+    )
     best.add_argument("sweep", help="sweep name")
-    best.add_argument("--json", action="store_true", help="print JSON")
+    best.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON: the best trial; of a multi-objective sweep, its front as a list "
+        "(with --pick, the picked front row as an object, null when no trial keeps the rule)",
+    )
+    best.add_argument(
+        "--pick",
+        metavar="RULE",
+        help="pick again from a multi-objective sweep's recorded front: filters, then the "
+        "objective whose best value picks, such as 'latency_ms <= 10, val_loss'",
+    )
     _tracking_arg(best)
 
     report = sub.add_parser("report", help="write a self-contained HTML report of a sweep")
@@ -184,6 +203,11 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from sweeplab.spec import load_spec
 
     sweep = load_spec(args.spec)
+    if args.pick is not None:
+        try:
+            sweep = sweep.replace(pick=args.pick)
+        except SpecError as exc:
+            raise SpecError(f"--pick: {exc}") from None
     options = SweepOptions(
         spec_path=args.spec,
         name=args.name,
@@ -229,7 +253,9 @@ def _print_outcome(console: Any, outcome: Any) -> None:
     )
     console.print(_diverged_line(outcome.diverged, outcome.trials, outcome.resolved.metric))
     summary = outcome.summary
-    if summary is not None and getattr(summary, "trials", None):
+    if outcome.best and "front" in outcome.best:
+        _print_front_outcome(console, outcome)
+    elif summary is not None and getattr(summary, "trials", None):
         table = Table(
             title=f"top trials by {resolved.rank_by} {resolved.metric} ({resolved.mode})",
             box=None,
@@ -248,13 +274,95 @@ def _print_outcome(console: Any, outcome: Any) -> None:
                 _compact(trial.config),
             )
         console.print(table)
-    if outcome.best:
+    if outcome.best and "front" not in outcome.best:
         console.print(f"[bold]best config[/bold] ({outcome.best.get('trial_id')}):")
         console.print_json(json.dumps(outcome.best.get("config"), default=str))
         console.print(f"written to {outcome.storage_dir / 'best_config.json'}")
     console.print(f"Ray's logs: {outcome.storage_dir / 'ray.log'}")
     for warning in outcome.warnings:
         console.print(f"[yellow]warning[/yellow]: {warning}")
+
+
+def _print_front_outcome(console: Any, outcome: Any) -> None:
+    """A multi-objective sweep's top trials by Pareto front, its front and the picked trial."""
+    from rich.table import Table
+
+    from sweeplab.keys import FRONT_INFEASIBLE
+
+    best, summary = outcome.best, outcome.summary
+    objectives = best["objectives"]
+    if summary is not None and summary.trials:
+        table = Table(title="top trials by Pareto front", box=None, header_style="bold")
+        for column in ("rank", "trial", "status", "front", *_objective_columns(objectives)):
+            table.add_column(column)
+        table.add_column("iterations")
+        table.add_column("config")
+        for trial in summary.trials[:5]:
+            front = trial.front if trial.front is not None else "-"
+            if trial.front is None and trial.has_point and trial.violation > 0:
+                front = FRONT_INFEASIBLE
+            table.add_row(
+                str(trial.rank),
+                trial.trial_id,
+                trial.status,
+                str(front),
+                *(_fmt(o["name"], trial.values) for o in objectives),
+                str(trial.iterations),
+                _compact(trial.config),
+            )
+        console.print(table)
+    _print_pick(console, best, best.get("pick"), _picked_row(best))
+    if best.get("trial_id") is not None:
+        console.print_json(json.dumps(best.get("config"), default=str))
+    console.print(f"front and pick written to {outcome.storage_dir / 'best_config.json'}")
+
+
+def _objective_columns(objectives: list[dict[str, str]]) -> list[str]:
+    return [f"{o['name']} ({o['mode']})" for o in objectives]
+
+
+def _fmt(name: str, values: dict[str, float] | None) -> str:
+    value = (values or {}).get(name)
+    return "-" if value is None else f"{value:.4g}"
+
+
+def _picked_row(best: dict[str, Any]) -> dict[str, Any] | None:
+    """The front row of the trial a best_config document picked (None when none was)."""
+    return next((row for row in best["front"] if row["trial_id"] == best.get("trial_id")), None)
+
+
+def _print_pick(
+    console: Any, best: dict[str, Any], rule: str | None, picked: dict[str, Any] | None
+) -> None:
+    """The front's size, objectives, constraints and hypervolume; then the picked trial."""
+    objectives = best["objectives"]
+    parts = [
+        f"front: {len(best['front'])} trial(s)",
+        "objectives " + ", ".join(_objective_columns(objectives)),
+    ]
+    if best.get("constraints"):
+        parts.append("constraints " + ", ".join(best["constraints"]))
+    volume, reference = best.get("hypervolume"), best.get("reference_point")
+    if volume is not None and reference is not None:
+        point = ", ".join(
+            f"{o['name']}={v:.4g}" for o, v in zip(objectives, reference, strict=True)
+        )
+        parts.append(f"hypervolume {volume:.4g} (reference point {point})")
+    else:
+        parts.append("hypervolume - (no trial reported every objective)")
+    console.print(" · ".join(parts), markup=False, highlight=False, soft_wrap=True)
+    how = f"by {rule!r}" if rule else "the first of the ranking"
+    if picked is None:
+        why = (
+            f"no front trial keeps {rule!r}"
+            if best["front"]
+            else "the front is empty: no trial reported every objective within the constraints"
+        )
+        console.print(f"picked ({how}): none; {why}", markup=False, highlight=False, soft_wrap=True)
+        return
+    shown = ", ".join(f"{o['name']} = {_fmt(o['name'], picked['values'])}" for o in objectives)
+    line = f"picked ({how}): trial {picked['trial_id']} · {shown}"
+    console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _diverged_line(diverged: int, trials: int, metric: str) -> str:
@@ -313,6 +421,13 @@ def _cmd_best(args: argparse.Namespace) -> int:
     from sweeplab.tracking import best_trial
 
     best = best_trial(args.sweep, args.tracking_uri)
+    if "front" in best:
+        return _best_front(args, best)
+    if args.pick is not None:
+        raise SpecError(
+            f"--pick {args.pick!r}: sweep {args.sweep!r} ranks one metric "
+            f"({best.get('metric')!r}); a pick rule picks from a multi-objective sweep's front."
+        )
     if args.json:
         print(json.dumps(best, indent=2, default=str))
         return EXIT_OK
@@ -324,16 +439,72 @@ def _cmd_best(args: argparse.Namespace) -> int:
     console.print_json(json.dumps(best.get("config"), default=str))
     console.print(f"checkpoint: {best.get('checkpoint')}")
     console.print(f"MLflow run: {best.get('mlflow_run_id')}")
+    _print_diverged(console, args, str(best.get("metric")))
+    return EXIT_OK
+
+
+def _print_diverged(console: Any, args: argparse.Namespace, metric: str) -> None:
     from sweeplab.tracking import ranked_configs
 
     ranked = ranked_configs(args.sweep, args.tracking_uri).trials
     diverged = [trial.trial_id for trial in ranked if trial.status == "diverged"]
     if diverged:
         console.print(
-            _diverged_line(len(diverged), len(ranked), str(best.get("metric")))
-            + f": {', '.join(diverged)}"
+            _diverged_line(len(diverged), len(ranked), metric) + f": {', '.join(diverged)}"
         )
+
+
+def _best_front(args: argparse.Namespace, best: dict[str, Any]) -> int:
+    """`sweeplab best` of a multi-objective sweep: its front, and the trial a rule picks."""
+    from rich.table import Table
+
+    front = best["front"]
+    rule, picked = best.get("pick"), _picked_row(best)
+    if args.pick is not None:
+        rule, picked = args.pick, _repick(best, args.pick)
+        if args.json:
+            print(json.dumps(picked, indent=2, default=str))
+            return EXIT_OK
+    if args.json:
+        print(json.dumps(front, indent=2, default=str))
+        return EXIT_OK
+    console = _console()
+    objectives = best["objectives"]
+    table = Table(title=f"{args.sweep}: Pareto front", box=None, header_style="bold")
+    for column in ("rank", "trial", *_objective_columns(objectives), "config"):
+        table.add_column(column)
+    for row in front:
+        cells = (_fmt(o["name"], row["values"]) for o in objectives)
+        table.add_row(str(row["rank"]), row["trial_id"], *cells, _compact(row["config"] or {}))
+    console.print(table)
+    _print_pick(console, best, rule, picked)
+    if picked is not None:
+        console.print_json(json.dumps(picked["config"], default=str))
+        console.print(f"checkpoint: {picked['checkpoint']}")
+        console.print(f"MLflow run: {picked['mlflow_run_id']}")
+    _print_diverged(console, args, str(best.get("metric")))
     return EXIT_OK
+
+
+def _repick(best: dict[str, Any], rule: str) -> dict[str, Any] | None:
+    """The front row that `rule` picks from a best_config document's front.
+
+    Raises:
+        SpecError: The rule does not parse for the sweep's objectives.
+    """
+    from sweeplab.pareto import Objective
+    from sweeplab.tracking import TrialRecord, pick_trial
+
+    objectives = [Objective(o["name"], o["mode"]) for o in best["objectives"]]
+    front = [
+        TrialRecord(trial_id=row["trial_id"], rank=row["rank"], values=row["values"], front=1)
+        for row in best["front"]
+    ]
+    try:
+        chosen = pick_trial(front, rule, objectives)
+    except ValueError as exc:
+        raise SpecError(f"--pick {exc}, but got {rule!r}.") from None
+    return None if chosen is None else best["front"][front.index(chosen)]
 
 
 def _cmd_report(args: argparse.Namespace) -> int:

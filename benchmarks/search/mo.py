@@ -212,7 +212,8 @@ def analyse(report: dict[str, Any], candidate: str) -> dict[str, Any]:
                 target = reference.get(seed, {}).get("final")
                 if run.get("error") or target is None:
                     continue
-                values.append(_share_to_reach(run["hypervolume"], target))
+                # The steps are stored rounded to 4 decimals: round the target alike.
+                values.append(_share_to_reach(run["hypervolume"], round(target, 4)))
             per_strategy[strategy] = values
         shares[task] = per_strategy
     summary: dict[str, Any] = {}
@@ -300,11 +301,30 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--candidate", default=DEFAULT_CANDIDATE)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument(
+        "--reanalyse", action="store_true", help="analyse --out's runs again, run nothing"
+    )
     return parser
+
+
+def reanalyse(path: Path, candidate: str = DEFAULT_CANDIDATE) -> dict[str, Any]:
+    """Analyses a written report again (the runs are kept) and rewrites it."""
+    report = json.loads(path.read_text())
+    for per in report["tasks"].values():
+        for runs in per.values():
+            for run in runs.values():
+                if "final" in run and isinstance(run["final"], str):
+                    run["final"] = math.inf
+    report["analysis"] = analyse(report, candidate)
+    print_tables(report)
+    path.write_text(json.dumps(_finite(report)) + "\n")
+    return report
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = _parser().parse_args(argv)
+    if args.reanalyse:
+        return reanalyse(args.out, args.candidate)
     unknown = [s for s in args.strategies if s not in STRATEGIES]
     if unknown or args.candidate not in STRATEGIES:
         raise SystemExit(f"strategies are {list(STRATEGIES)}, not {unknown or args.candidate}.")

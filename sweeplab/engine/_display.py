@@ -5,12 +5,13 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sweeplab.engine._callbacks import SweepCallback, TrialView
 from sweeplab.engine._datawait import DATA_WAIT_WARN
-from sweeplab.keys import DATA_WAIT_KEY, ITERATION_KEY
+from sweeplab.keys import DATA_WAIT_KEY, FRONT_INFEASIBLE, ITERATION_KEY
+from sweeplab.pareto import Constraint, Objective, front_numbers, point_of
 
 __all__ = ["LiveTable"]
 
@@ -27,13 +28,31 @@ _ENDED = ("TERMINATED", "STOPPED", "DIVERGED", "ERROR")
 
 
 class LiveTable(SweepCallback):
-    """Trial, status, iteration, metric, best so far and elapsed time, plus a progress bar."""
+    """Trial, status, iteration, metric, best so far and elapsed time, plus a progress bar.
 
-    def __init__(self, *, metric: str, mode: str, total_trials: int, max_iterations: int) -> None:
+    Of a multi-objective sweep (several `objectives`): each objective's latest reported value
+    and the trial's current Pareto front among the trials shown, instead of the best so far.
+    A trial's point is its latest report that held every objective, as in the ranking; a
+    point that breaks a constraint shows ``infeasible``, and a trial without a point (or
+    diverged) shows ``-``.
+    """
+
+    def __init__(
+        self,
+        *,
+        metric: str,
+        mode: str,
+        total_trials: int,
+        max_iterations: int,
+        objectives: Sequence[Objective] = (),
+        constraints: Sequence[Constraint] = (),
+    ) -> None:
         self.metric = metric
         self.mode = mode
         self.total_trials = total_trials
         self.max_iterations = max_iterations
+        self.objectives = tuple(objectives) if len(objectives) > 1 else ()
+        self.constraints = tuple(constraints)
         self.started = time.monotonic()
         self.rows: dict[str, dict[str, Any]] = {}
         self.data_wait: dict[str, list[float]] = {}
@@ -49,6 +68,8 @@ class LiveTable(SweepCallback):
                 "iteration": 0,
                 "value": None,
                 "best": None,
+                "values": {},
+                "point": None,
                 "t0": time.monotonic(),
             },
         )
@@ -63,8 +84,43 @@ class LiveTable(SweepCallback):
                 row["value"] = float(value)
                 if row["best"] is None or self._better(value, row["best"]):
                     row["best"] = float(value)
+            if self.objectives:
+                self._note_objectives(row, result)
         if status in _ENDED:
             row["t1"] = time.monotonic()
+
+    def _note_objectives(self, row: dict[str, Any], result: Mapping[str, Any]) -> None:
+        reported = {
+            o.name: float(result[o.name])
+            for o in self.objectives
+            if isinstance(result.get(o.name), (int, float)) and math.isfinite(result[o.name])
+        }
+        row["values"].update(reported)
+        if len(reported) == len(self.objectives):
+            row["point"] = reported
+
+    def fronts(self, trial_ids: Iterable[str]) -> dict[str, str]:
+        """Each trial's Pareto front among `trial_ids` (``"1"`` = non-dominated among them).
+
+        Fronts are numbered over the feasible trials with a point; the others read
+        ``infeasible``, or ``-`` without a point or once diverged.
+        """
+        shown: dict[str, str] = {}
+        feasible: list[str] = []
+        for trial_id in trial_ids:
+            row = self.rows[trial_id]
+            point = row["point"]
+            if point is None or row["status"] == "DIVERGED":
+                shown[trial_id] = "-"
+            elif all(c.holds(point.get(c.metric)) for c in self.constraints):
+                feasible.append(trial_id)
+            else:
+                shown[trial_id] = FRONT_INFEASIBLE
+        numbers = front_numbers(
+            [point_of(self.rows[t]["point"], self.objectives) for t in feasible]
+        )
+        shown.update((t, str(n)) for t, n in zip(feasible, numbers, strict=True))
+        return shown
 
     def on_trial_start(self, trial: TrialView) -> None:
         self.update(trial.trial_id, None, "RUNNING")
@@ -111,29 +167,41 @@ class LiveTable(SweepCallback):
         from rich.table import Table
         from rich.text import Text
 
-        best = self.best()
-        table = Table(box=None, pad_edge=False, header_style="bold")
-        for column in ("trial", "status", "iter", self.metric, "best so far", "elapsed"):
-            table.add_column(column, justify="left" if column in ("trial", "status") else "right")
         visible = list(self.rows.items())
         if len(visible) > 20:  # keep the running ones and the latest finished in view
             running = [kv for kv in visible if kv[1]["status"] == "RUNNING"]
             visible = running + [kv for kv in visible if kv[1]["status"] != "RUNNING"][-10:]
+        fronts = self.fronts(trial_id for trial_id, _ in visible) if self.objectives else {}
+        if self.objectives:
+            columns = [f"{o.name} ({o.mode})" for o in self.objectives] + ["front"]
+        else:
+            columns = [self.metric, "best so far"]
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        for column in ("trial", "status", "iter", *columns, "elapsed"):
+            table.add_column(column, justify="left" if column in ("trial", "status") else "right")
         for trial_id, row in visible:
             end = row.get("t1", time.monotonic())
+            if self.objectives:
+                cells = [_fmt(row["values"].get(o.name)) for o in self.objectives]
+                cells.append(fronts[trial_id])
+            else:
+                cells = [_fmt(row["value"]), _fmt(row["best"])]
             table.add_row(
                 trial_id,
                 Text(row["status"].lower(), style=_STATUS_STYLE.get(row["status"], "")),
                 f"{row['iteration']}/{self.max_iterations}",
-                _fmt(row["value"]),
-                _fmt(row["best"]),
+                *cells,
                 f"{end - row['t0']:.0f}s",
             )
         done = sum(r["status"] in _ENDED for r in self.rows.values())
         elapsed = time.monotonic() - self.started
+        if self.objectives:
+            on_front = sum(front == "1" for front in fronts.values())
+            standing = f"{on_front} of the {len(visible)} shown on front 1"
+        else:
+            standing = f"best {self.metric} {_fmt(self.best())}"
         header = Text(
-            f"trials {done}/{self.total_trials} done · best {self.metric} {_fmt(best)} · "
-            f"{elapsed:.0f}s elapsed"
+            f"trials {done}/{self.total_trials} done · {standing} · {elapsed:.0f}s elapsed"
         )
         bar = Table.grid()  # a grid row ends the bar's line before the table starts
         bar.add_row(ProgressBar(total=max(self.total_trials, 1), completed=done, width=60))

@@ -87,6 +87,8 @@ def wire_sinks(
         mode=resolved.mode,
         total_trials=resolved.total_trials,
         max_iterations=resolved.max_iterations,
+        objectives=resolved.sweep.objectives,
+        constraints=resolved.sweep.constraints,
     )
     every = (table, *callbacks)
     events = SweepEvents(

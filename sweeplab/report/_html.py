@@ -10,10 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sweeplab.report._figures import parameter_importance, sweep_figures
-from sweeplab.report._study import read_space, sweep_study
+from sweeplab.report._pareto import pareto_figures
+from sweeplab.report._space import read_space
+from sweeplab.report._study import objective_study, sweep_study
 from sweeplab.report._table import ranked_table
 
 if TYPE_CHECKING:
+    import optuna
     import pandas as pd
     from plotly.graph_objects import Figure
 
@@ -165,54 +168,184 @@ _SECTIONS = [
 ]
 
 
+def _figure_section(anchor: str, heading: str, figure: Figure, caption: str, level: int) -> str:
+    return (
+        f'<section id="{anchor}"><h{level}>{heading}</h{level}><figure>{_div(figure)}'
+        f"<figcaption>{caption}</figcaption></figure></section>"
+    )
+
+
+def _metric_sections(
+    study: optuna.Study, metric: str, *, suffix: str = "", level: int = 2
+) -> list[str]:
+    """Optuna's views of one metric's study, one section each (anchors end in ``suffix``)."""
+    figures = sweep_figures(study, metric=metric)
+    note = parameter_importance(study).attrs.get("note")
+    importance_note = escape(note) if note else ""
+    return [
+        _figure_section(
+            f"{anchor}{suffix}", heading, figures[key], caption or importance_note, level
+        )
+        for anchor, heading, key, caption in _SECTIONS
+    ]
+
+
+def _document(title: str, sections: list[str]) -> str:
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>sweeplab report: {title}</title><style>{CSS}</style>"
+        f'<script type="text/javascript">{_plotly_js()}</script></head>'
+        f"<body><main>{''.join(sections)}</main></body></html>\n"
+    )
+
+
+def _header(data: SweepData, facts: list[tuple[str, str]]) -> str:
+    cards = "".join(
+        f'<div class="fact"><b>{escape(k)}</b><span>{escape(v)}</span></div>' for k, v in facts
+    )
+    return (
+        f"<header><h1>Sweep {escape(data.name)}</h1>"
+        f'<p class="sub">parent run {escape(data.parent_run_id)}</p>'
+        f'<div class="facts">{cards}</div></header>'
+    )
+
+
+def _config_section(data: SweepData, heading: str) -> str:
+    config = json.dumps(data.best.get("config", {}), indent=2, sort_keys=True, default=str)
+    meta = {k: v for k, v in data.best.items() if k != "config"}
+    return (
+        f'<section id="best-config"><h2>{heading}</h2>'
+        f"<pre>{escape(config)}</pre>"
+        f"<pre>{escape(json.dumps(meta, indent=2, sort_keys=True, default=str))}</pre>"
+        "</section>"
+    )
+
+
 def render_report(
     data: SweepData, *, space: Space | None = None, wall_time: str = "unknown"
 ) -> str:
     """The report of a loaded sweep as one HTML document (no external resource).
 
     ``space`` is the sweep's search space (see :func:`sweep_study`); ``None`` infers the
-    distributions from the observed values.
+    distributions from the observed values. A multi-objective sweep gets its Pareto front(s),
+    its hypervolume against budget and Optuna's views of each objective instead (see
+    :func:`render_pareto_report`).
     """
+    if len(data.objectives) > 1:
+        return render_pareto_report(data, space=space, wall_time=wall_time)
     study = sweep_study(data, space=space)
-    figures = sweep_figures(study, metric=data.metric or "Objective Value")
-    importance = parameter_importance(study)
     table = ranked_table(data)
-    facts = "".join(
-        f'<div class="fact"><b>{escape(k)}</b><span>{escape(v)}</span></div>'
-        for k, v in _facts(data, wall_time)
-    )
-    note = importance.attrs.get("note")
-    importance_note = escape(note) if note else ""
-    best_config = json.dumps(data.best.get("config", {}), indent=2, sort_keys=True, default=str)
-    best_meta = {k: v for k, v in data.best.items() if k != "config"}
-    name = escape(data.name)
     sections = [
-        f"<header><h1>Sweep {name}</h1>"
-        f'<p class="sub">parent run {escape(data.parent_run_id)}</p>'
-        f'<div class="facts">{facts}</div></header>',
+        _header(data, _facts(data, wall_time)),
         '<section id="trials"><h2>Trials by rank</h2>'
         f"{_table(table, data.best.get('trial_id'))}"
         '<p class="note">Every trial with its status and every config param; an empty cell is a'
         " param of a conditional branch the trial did not take.</p></section>",
+        *_metric_sections(study, data.metric or "Objective Value"),
+        _config_section(data, "Best config"),
     ]
-    for anchor, heading, key, caption in _SECTIONS:
-        caption = caption or importance_note
-        sections.append(
-            f'<section id="{anchor}"><h2>{heading}</h2><figure>{_div(figures[key])}'
-            f"<figcaption>{caption}</figcaption></figure></section>"
+    return _document(escape(data.name), sections)
+
+
+def _pareto_facts(data: SweepData, wall_time: str) -> list[tuple[str, str]]:
+    summary = data.summary
+    assert summary is not None
+    counts = data.trials["status"].value_counts() if not data.trials.empty else {}
+    by_status = " · ".join(f"{n} {s}" for s, n in sorted(dict(counts).items())) or "none"
+    reference = summary.reference_point
+    if summary.hypervolume is None or reference is None:
+        volume = "n/a: no trial reported every objective"
+    else:
+        corner = ", ".join(
+            f"{o.name} {r:.4g}" for o, r in zip(data.objectives, reference, strict=True)
         )
+        volume = f"{summary.hypervolume:.6g} (reference point: {corner})"
+    rule = summary.pick_rule or "the first trial of the ranking"
+    picked = summary.picked
+    if picked is None:
+        pick = f"none: no front-1 trial passes ({rule})"
+    else:
+        values = ", ".join(f"{k} {v:.6g}" for k, v in (picked.values or {}).items())
+        pick = f"{picked.trial_id}: {values} ({rule})"
+    return [
+        ("objectives", " · ".join(f"{o.mode} {o.name}" for o in data.objectives)),
+        ("constraints", ", ".join(str(c) for c in data.constraints) or "none"),
+        ("searcher", data.settings.get("searcher", "?")),
+        ("scheduler", data.settings.get("scheduler", "?")),
+        ("trials", f"{len(data.trials)}: {by_status}"),
+        ("front 1", f"{len(summary.front)} feasible non-dominated trial(s)"),
+        ("hypervolume", volume),
+        ("pick", pick),
+        ("wall time", wall_time),
+    ]
+
+
+_FRONT_CAPTION = (
+    "Each trial's point: its last report that held every objective, stopped trials included."
+    " Red: the feasible front 1 (over every objective); blue: the other feasible trials; grey:"
+    " trials that break a constraint; the star: the picked trial. Hover a point for its"
+    " trial, params and rank; drag to zoom."
+)
+_HYPERVOLUME_CAPTION = (
+    "The hypervolume of the feasible points of the trials ended so far, against the iterations"
+    " they spent, with the reference point of the sweep's summary (its last value is the"
+    " sweep's hypervolume)."
+)
+_OBJECTIVE_NOTE = (
+    "Optuna's views of one objective: a trial with a point (its last report that held every"
+    " objective) counts as finished, with that point's value; infeasible trials are grey."
+)
+
+
+def render_pareto_report(
+    data: SweepData, *, space: Space | None = None, wall_time: str = "unknown"
+) -> str:
+    """The report of a multi-objective sweep as one HTML document (no external resource).
+
+    The header (objectives, constraints, hypervolume and the pick), the ranked table with each
+    trial's front and objective values, the Pareto front of each pair of objectives and the
+    hypervolume against budget (:func:`pareto_figures`), Optuna's views of each objective
+    (:func:`objective_study`), and the picked config.
+    """
+    study = sweep_study(data, space=space)
+    figures = pareto_figures(data, study=study)
+    table = ranked_table(data)
+    sections = [
+        _header(data, _pareto_facts(data, wall_time)),
+        '<section id="trials"><h2>Trials by rank</h2>'
+        f"{_table(table, data.best.get('trial_id'))}"
+        '<p class="note">Feasible trials by Pareto front (then by the first objective, the next,'
+        " and trial id), then infeasible ones by how far they break the constraints, then"
+        " trials without every objective. <code>front</code> is empty for a trial without a"
+        " point; each objective's column is its value at the trial's point. The picked trial"
+        " is highlighted.</p></section>",
+        '<section id="pareto-front"><h2>Pareto front</h2>',
+    ]
+    for index, (key, figure) in enumerate(figures.items()):
+        if key == "hypervolume":
+            continue
+        sections.append(_figure_section(f"front-{index}", escape(key), figure, _FRONT_CAPTION, 3))
+    sections.append("</section>")
     sections.append(
-        '<section id="best-config"><h2>Best config</h2>'
-        f"<pre>{escape(best_config)}</pre>"
-        f"<pre>{escape(json.dumps(best_meta, indent=2, sort_keys=True, default=str))}</pre>"
-        "</section>"
+        _figure_section(
+            "hypervolume",
+            "Hypervolume against budget",
+            figures["hypervolume"],
+            _HYPERVOLUME_CAPTION,
+            2,
+        )
     )
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>sweeplab report: {name}</title><style>{CSS}</style>"
-        f'<script type="text/javascript">{_plotly_js()}</script></head>'
-        f"<body><main>{''.join(sections)}</main></body></html>\n"
-    )
+    for index, objective in enumerate(data.objectives):
+        sections.append(
+            f'<section id="objective-{index}">'
+            f"<h2>Objective {escape(objective.name)} ({objective.mode})</h2>"
+            f'<p class="note">{_OBJECTIVE_NOTE}</p>'
+        )
+        study_of = objective_study(data, objective.name, space=space)
+        sections += _metric_sections(study_of, objective.name, suffix=f"-{index}", level=3)
+        sections.append("</section>")
+    sections.append(_config_section(data, "Picked config"))
+    return _document(escape(data.name), sections)
 
 
 def write_report(sweep_name: str, out_path: str | Path, *, tracking_uri: str | None = None) -> Path:
@@ -222,7 +355,10 @@ def write_report(sweep_name: str, out_path: str | Path, *, tracking_uri: str | N
     figure a plotly div): a header (sweep name, searcher, scheduler, trials by status, best
     metric, wall time of the parent run), the ranked trial table, and Optuna's views of the
     sweep's study (:func:`sweep_study`): learning curves, parallel coordinates, slice,
-    optimisation history, parameter importance; then the best config.
+    optimisation history, parameter importance; then the best config. A multi-objective sweep
+    gets its objectives, constraints, hypervolume and pick in the header, each trial's front and
+    objective values in the table, the Pareto front of each pair of objectives, the hypervolume
+    against budget, these views for each objective, and the picked config.
 
     Raises:
         UnknownSweepError: No sweep of that name in the tracking store.

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import math
-import tempfile
-from collections.abc import Mapping
-from pathlib import Path
+import warnings
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from sweeplab.keys import STATUS_DIVERGED, STATUS_FINISHED, STATUS_STOPPED_EARLY
+from sweeplab.report._space import (
+    _as_choice,
+    _contains,
+    _merge,
+    _observed,
+    space_distributions,
+)
 from sweeplab.report._table import CONFIG_PREFIX, objective, param_frame
 
 if TYPE_CHECKING:
@@ -16,154 +22,12 @@ if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
 
     from sweeplab.space import Space
-    from sweeplab.tracking import SweepData
-
-SPACE_ARTIFACT = "spec/space.yaml"
+    from sweeplab.tracking import SweepData, TrialRecord
 
 # sweeplab's trial status -> Optuna's trial state. A trial that a scheduler stopped is PRUNED,
 # as Optuna's own pruners leave it; one still `running` when its sweep ended was killed.
 # A diverged trial (NaN or infinite metric) is FAIL, as sweeplab's searchers learn it.
 _STATES = {STATUS_FINISHED: "COMPLETE", STATUS_STOPPED_EARLY: "PRUNED", STATUS_DIVERGED: "FAIL"}
-
-
-def read_space(data: SweepData, *, tracking_uri: str | None = None) -> Space | None:
-    """The search space a sweep logged (its parent run's ``spec/space.yaml``), or ``None``."""
-    from sweeplab.space import load_space
-    from sweeplab.tracking import tracking_client
-
-    client, _ = tracking_client(tracking_uri)
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            path = client.download_artifacts(data.parent_run_id, SPACE_ARTIFACT, tmp)
-        except Exception:  # an older sweep, or a store without artifacts: infer from values
-            return None
-        return load_space(Path(path))
-
-
-class _RangeRecorder:
-    """Stands in for an ``optuna.Trial``: returns the distribution a suggestion would use, so
-    the distributions are exactly those of :func:`sweeplab.space.compile_to_optuna`."""
-
-    def suggest_float(
-        self, name: str, low: float, high: float, *, step: float | None = None, log: bool = False
-    ) -> BaseDistribution:
-        from optuna.distributions import FloatDistribution
-
-        return FloatDistribution(low, high, step=step, log=log)
-
-    def suggest_int(
-        self, name: str, low: int, high: int, *, step: int = 1, log: bool = False
-    ) -> BaseDistribution:
-        from optuna.distributions import IntDistribution
-
-        return IntDistribution(low, high, step=step, log=log)
-
-
-def space_distributions(space: Space) -> dict[str, BaseDistribution]:
-    """One Optuna distribution per param of ``space``, named as MLflow logs it (dotted).
-
-    Ranges and choices compile as :func:`~sweeplab.space.compile_to_optuna` suggests them
-    (``loguniform`` -> ``FloatDistribution(log=True)``). A conditional choice at ``optimizer``
-    gives ``optimizer.name`` (the branch) and each branch's params (``optimizer.momentum``);
-    a name that two branches share gets one distribution that covers both.
-    """
-    from optuna.distributions import CategoricalDistribution
-
-    from sweeplab.space import Choice, Conditional, FloatRange, IntRange, optuna_distribution
-
-    found: dict[str, BaseDistribution] = {}
-
-    def add(name: str, distribution: BaseDistribution) -> None:
-        found[name] = _merge(found[name], distribution) if name in found else distribution
-
-    def walk(tree: Mapping[str, Any], prefix: str) -> None:
-        for key, param in tree.items():
-            name = f"{prefix}{key}"
-            if isinstance(param, dict):
-                walk(param, f"{name}.")
-            elif isinstance(param, (FloatRange, IntRange, Choice)):
-                add(name, optuna_distribution(param))
-            elif isinstance(param, Conditional):
-                add(f"{name}.name", CategoricalDistribution(list(param.branches)))
-                for branch in param.branches.values():
-                    walk(branch, f"{name}.")
-
-    walk(space.params, "")
-    return found
-
-
-def _merge(a: BaseDistribution, b: BaseDistribution) -> BaseDistribution:
-    """The smallest distribution of a's kind that holds both a and b."""
-    from optuna.distributions import (
-        CategoricalDistribution,
-        FloatDistribution,
-        IntDistribution,
-    )
-
-    if a == b:
-        return a
-    if isinstance(a, CategoricalDistribution) or isinstance(b, CategoricalDistribution):
-        choices = [*_choices(a), *(c for c in _choices(b) if c not in _choices(a))]
-        return CategoricalDistribution(choices)
-    low = min(a.low, b.low)
-    high = max(a.high, b.high)
-    log = a.log and b.log and low > 0
-    if isinstance(a, IntDistribution) and isinstance(b, IntDistribution):
-        return IntDistribution(int(low), int(high), log=log)
-    return FloatDistribution(float(low), float(high), log=log)
-
-
-def _choices(distribution: BaseDistribution) -> list[Any]:
-    from optuna.distributions import CategoricalDistribution
-
-    if isinstance(distribution, CategoricalDistribution):
-        return list(distribution.choices)
-    return [distribution.low, distribution.high]
-
-
-def _observed(values: list[Any]) -> BaseDistribution:
-    """A distribution over observed values, for a param the logged space does not name."""
-    from optuna.distributions import (
-        CategoricalDistribution,
-        FloatDistribution,
-        IntDistribution,
-    )
-
-    if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return IntDistribution(min(values), max(values))
-    if values and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-        return FloatDistribution(float(min(values)), float(max(values)))
-    return CategoricalDistribution(sorted(set(values), key=str))
-
-
-def _as_choice(distribution: BaseDistribution, value: Any) -> Any:
-    """The categorical label that an MLflow param (a string, typed back) stands for."""
-    from optuna.distributions import CategoricalDistribution
-
-    if not isinstance(distribution, CategoricalDistribution):
-        return value
-    for choice in distribution.choices:
-        if choice == value and type(choice) is type(value):
-            return choice
-    for choice in distribution.choices:
-        if str(choice) == str(value):
-            return choice
-    return value
-
-
-def _contains(distribution: BaseDistribution, value: Any) -> bool:
-    from optuna.distributions import CategoricalDistribution
-
-    if isinstance(distribution, CategoricalDistribution):
-        return value in distribution.choices
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    low, high = distribution.low, distribution.high
-    step = getattr(distribution, "step", None)
-    on_grid = step is None or math.isclose(
-        (value - low) / step, round((value - low) / step), abs_tol=1e-8
-    )
-    return bool(low <= value <= high and on_grid)
 
 
 def _last_config_values(data: SweepData) -> dict[str, dict[str, float]]:
@@ -179,34 +43,25 @@ def _last_config_values(data: SweepData) -> dict[str, dict[str, float]]:
     return last
 
 
-def sweep_study(data: SweepData, *, space: Space | None = None) -> optuna.Study:
-    """An in-memory Optuna study holding every trial of a recorded sweep.
+def _multi_objective(data: SweepData) -> bool:
+    return len(data.objectives) > 1
 
-    Each sweeplab trial becomes one Optuna trial, numbered in the order of Tune's trial ids
-    (the order Tune created them), with:
 
-    - **params**: its config params by their dotted MLflow names (``optimizer.momentum``); a
-      param of a conditional branch the trial did not take is absent. Constants of the space
-      are left out. For a PBT trial, the config in effect at its end (its last config): each
-      numeric param PBT changed takes its last logged value.
-    - **distributions**: compiled from ``space`` as :func:`sweeplab.space.compile_to_optuna`
-      does (so ``loguniform`` is ``log=True``); a param the space does not name, or every param
-      when ``space`` is ``None``, gets one over its observed values (linear).
-      A value outside its distribution (a warm-start config, an older space) widens it.
-    - **state**: ``finished`` -> COMPLETE with its ranked value (best, or last when the sweep
-      ranks by the last value); ``stopped_early`` -> PRUNED (no value, as Optuna's pruners
-      leave a trial); ``diverged``, ``errored`` and a trial still ``running`` when the sweep
-      ended -> FAIL.
-    - **intermediate values**: the metric at each reported step.
-    - **user attrs**: ``trial_id``, ``rank``, ``status``, ``run_id``.
-    """
-    import optuna
+def _records(data: SweepData) -> dict[str, TrialRecord]:
+    """The ranked records of a multi-objective sweep (its summary), by trial id."""
+    if data.summary is None or not data.summary.multi_objective:
+        raise ValueError(
+            f"a multi-objective sweep needs its ranked summary, but {data.name!r} has none "
+            "(load it with `sweeplab.load_sweep`)."
+        )
+    return {record.trial_id: record for record in data.summary.trials}
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(direction="maximize" if data.mode == "max" else "minimize")
+
+def _params(
+    data: SweepData, space: Space | None
+) -> tuple[dict[str, dict[str, Any]], dict[str, BaseDistribution]]:
+    """Each trial's params (by trial id) and the distributions that hold them."""
     trials = data.trials
-    if trials.empty:
-        return study
     params = param_frame(data)
     pbt_values = _last_config_values(data)
     rows: dict[str, dict[str, Any]] = {}
@@ -229,39 +84,202 @@ def sweep_study(data: SweepData, *, space: Space | None = None) -> optuna.Study:
             value = _as_choice(distributions[name], value)
             if not _contains(distributions[name], value):
                 distributions[name] = _merge(distributions[name], _observed([value]))
+    return rows, distributions
 
-    curves = data.history[data.history["metric"] == data.metric] if not data.history.empty else None
-    values_of = objective(data)
+
+def _curves(data: SweepData, metric: str) -> dict[str, dict[int, float]]:
+    """Each trial's first value of ``metric`` at each reported step (finite values only)."""
+    curves: dict[str, dict[int, float]] = {}
+    if data.history.empty:
+        return curves
+    points = data.history[data.history["metric"] == metric]
+    for point in points.itertuples():
+        if not math.isnan(point.value):
+            curves.setdefault(str(point.trial_id), {}).setdefault(
+                int(point.step), float(point.value)
+            )
+    return curves
+
+
+def _build(
+    data: SweepData,
+    space: Space | None,
+    directions: list[str],
+    trial_of: Callable[[str, str], tuple[str, list[float] | None, dict[str, Any]]],
+) -> optuna.Study:
+    """A study with one trial per sweeplab trial, in the order of Tune's trial ids.
+
+    ``trial_of(trial_id, status)`` gives the trial's Optuna state name, its values (or
+    ``None``) and the rest of ``create_trial``'s arguments.
+    """
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(directions=directions)
+    trials = data.trials
+    if trials.empty:
+        return study
+    rows, distributions = _params(data, space)
     for index in sorted(trials.index, key=lambda i: str(trials.at[i, "trial_id"])):
         trial_id = str(trials.at[index, "trial_id"])
         status = str(trials.at[index, "status"])
-        value = float(values_of[index])
-        state = _STATES.get(status, "FAIL")
-        if state == "COMPLETE" and math.isnan(value):
-            state = "FAIL"
-        intermediate: dict[int, float] = {}
-        if curves is not None:
-            for point in curves[curves["trial_id"] == trial_id].itertuples():
-                if not math.isnan(point.value):
-                    intermediate.setdefault(int(point.step), float(point.value))
+        state, values, extra = trial_of(trial_id, status)
         chosen = {n: v for n, v in rows[trial_id].items() if n in distributions}
         rank = trials.at[index, "rank"]
         study.add_trial(
             optuna.trial.create_trial(
                 state=optuna.trial.TrialState[state],
-                value=value if state == "COMPLETE" else None,
+                values=values if state == "COMPLETE" else None,
                 params={n: _as_choice(distributions[n], v) for n, v in chosen.items()},
                 distributions={n: distributions[n] for n in chosen},
-                intermediate_values=intermediate,
                 user_attrs={
                     "trial_id": trial_id,
                     "rank": None if _missing(rank) else int(rank),
                     "status": status,
                     "run_id": str(trials.at[index, "run_id"]),
+                    **extra.pop("user_attrs", {}),
                 },
+                **extra,
             )
         )
     return study
+
+
+def _direction(mode: str) -> str:
+    return "maximize" if mode == "max" else "minimize"
+
+
+def sweep_study(data: SweepData, *, space: Space | None = None) -> optuna.Study:
+    """An in-memory Optuna study holding every trial of a recorded sweep.
+
+    Each sweeplab trial becomes one Optuna trial, numbered in the order of Tune's trial ids
+    (the order Tune created them), with:
+
+    - **params**: its config params by their dotted MLflow names (``optimizer.momentum``); a
+      param of a conditional branch the trial did not take is absent. Constants of the space
+      are left out. For a PBT trial, the config in effect at its end (its last config): each
+      numeric param PBT changed takes its last logged value.
+    - **distributions**: compiled from ``space`` as :func:`sweeplab.space.compile_to_optuna`
+      does (so ``loguniform`` is ``log=True``); a param the space does not name, or every param
+      when ``space`` is ``None``, gets one over its observed values (linear).
+      A value outside its distribution (a warm-start config, an older space) widens it.
+    - **state**: ``finished`` -> COMPLETE with its ranked value (best, or last when the sweep
+      ranks by the last value); ``stopped_early`` -> PRUNED (no value, as Optuna's pruners
+      leave a trial); ``diverged``, ``errored`` and a trial still ``running`` when the sweep
+      ended -> FAIL.
+    - **intermediate values**: the metric at each reported step.
+    - **user attrs**: ``trial_id``, ``rank``, ``status``, ``run_id``.
+
+    Of a multi-objective sweep (several ``data.objectives``), a multi-objective study instead,
+    as the sweep ranked its trials: ``directions`` from the objectives' modes; a trial with a
+    point (see `sweeplab.tracking.TrialRecord.values`), stopped early or not, is COMPLETE with
+    its point as values, and one constraint value per sweep constraint (its
+    `~sweeplab.pareto.Constraint.violation`: 0 when it holds, Optuna's convention), so
+    ``plot_pareto_front`` greys the infeasible ones; a trial without a point is PRUNED when it
+    was stopped early, else FAIL. No intermediate values (see :func:`objective_study` for each
+    objective's curves); the user attrs add ``front`` (``None`` when infeasible or without a
+    point).
+
+    Raises:
+        ValueError: A multi-objective ``data`` without its ranked ``summary``.
+    """
+    if _multi_objective(data):
+        return _pareto_study(data, space)
+    curves = _curves(data, data.metric)
+    values_of = objective(data)
+    value_by_id = {
+        str(data.trials.at[i, "trial_id"]): float(values_of[i]) for i in data.trials.index
+    }
+
+    def trial_of(trial_id: str, status: str) -> tuple[str, list[float] | None, dict[str, Any]]:
+        value = value_by_id[trial_id]
+        state = _STATES.get(status, "FAIL")
+        if state == "COMPLETE" and math.isnan(value):
+            state = "FAIL"
+        return state, [value], {"intermediate_values": curves.get(trial_id, {})}
+
+    return _build(data, space, [_direction(data.mode)], trial_of)
+
+
+def _point_state(record: TrialRecord | None, status: str) -> str:
+    """A multi-objective trial's state: COMPLETE with a point, else PRUNED or FAIL."""
+    if record is not None and record.has_point:
+        return "COMPLETE"
+    return "PRUNED" if status == STATUS_STOPPED_EARLY else "FAIL"
+
+
+def _constraint_values(data: SweepData, values: Mapping[str, float]) -> dict[str, float]:
+    return {str(c): c.violation(values.get(c.metric)) for c in data.constraints}
+
+
+def _pareto_study(data: SweepData, space: Space | None) -> optuna.Study:
+    import optuna
+
+    records = _records(data)
+    objectives = data.objectives
+
+    def trial_of(trial_id: str, status: str) -> tuple[str, list[float] | None, dict[str, Any]]:
+        record = records.get(trial_id)
+        state = _point_state(record, status)
+        if record is None or state != "COMPLETE":
+            return state, None, {"user_attrs": {"front": None}}
+        values = record.values or {}
+        extra: dict[str, Any] = {"user_attrs": {"front": record.front}}
+        if data.constraints:
+            extra["constraints"] = _constraint_values(data, values)
+        return state, [float(values[o.name]) for o in objectives], extra
+
+    study = _build(data, space, [_direction(o.mode) for o in objectives], trial_of)
+    with warnings.catch_warnings():
+        # Experimental since Optuna 3.2, unchanged since; it names the axes of Optuna's plots.
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        study.set_metric_names([o.name for o in objectives])
+    return study
+
+
+def objective_study(
+    data: SweepData, objective: str | None = None, *, space: Space | None = None
+) -> optuna.Study:
+    """A single-objective study of one objective of a sweep, for that objective's views.
+
+    Of a multi-objective sweep: as :func:`sweep_study`'s multi-objective study (same trials,
+    states, params and constraints), with the objective's value at each trial's point as its
+    value, its direction, and the objective's reported values as intermediate values. Of a
+    single-metric sweep, :func:`sweep_study` itself.
+
+    Args:
+        data: The sweep (`sweeplab.load_sweep`).
+        objective: The objective's metric name; ``None``: the first objective.
+        space: The sweep's search space (see :func:`sweep_study`).
+
+    Raises:
+        ValueError: ``objective`` is not one of the sweep's objectives.
+    """
+    names = [o.name for o in data.objectives] or [data.metric]
+    name = names[0] if objective is None else objective
+    if name not in names:
+        raise ValueError(f"`objective` must be one of {names}, but got {objective=!r}.")
+    if not _multi_objective(data):
+        return sweep_study(data, space=space)
+    records = _records(data)
+    (chosen,) = [o for o in data.objectives if o.name == name]
+    curves = _curves(data, name)
+
+    def trial_of(trial_id: str, status: str) -> tuple[str, list[float] | None, dict[str, Any]]:
+        record = records.get(trial_id)
+        state = _point_state(record, status)
+        extra: dict[str, Any] = {
+            "intermediate_values": curves.get(trial_id, {}),
+            "user_attrs": {"front": record.front if record is not None else None},
+        }
+        if record is None or state != "COMPLETE":
+            return state, None, extra
+        values = record.values or {}
+        if data.constraints:
+            extra["constraints"] = _constraint_values(data, values)
+        return state, [float(values[name])], extra
+
+    return _build(data, space, [_direction(chosen.mode)], trial_of)
 
 
 def _missing(value: Any) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from sweeplab.keys import STATUS_FINISHED, STATUS_STOPPED_EARLY
+from sweeplab.keys import FRONT_INFEASIBLE, STATUS_FINISHED, STATUS_STOPPED_EARLY
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -78,11 +78,46 @@ def ranked_table(data: SweepData) -> pd.DataFrame:
     then each config param by its dotted name (typed, see :func:`param_frame`).
 
     ``best``/``last`` are the best and the last reported value of the sweep's metric.
+
+    Of a multi-objective sweep: ``rank, trial_id, status, front``, one column per objective
+    (its value at the trial's point), ``violation`` when the sweep has constraints (0:
+    feasible), ``iterations, restarts``, then the params. ``front`` is the trial's Pareto front
+    among the feasible trials, ``"infeasible"``, or empty for a trial without a point.
     """
     import pandas as pd
 
-    head = ["rank", "trial_id", "status", "best", "last", "iterations", "restarts"]
+    several = len(data.objectives) > 1
+    names = [o.name for o in data.objectives]
+    head = ["rank", "trial_id", "status"]
+    head += ["front", *names] if several else ["best", "last"]
+    head += ["violation"] if several and data.constraints else []
+    head += ["iterations", "restarts"]
     if data.trials.empty:
         return pd.DataFrame(columns=head)
-    table = pd.concat([data.trials[head], param_frame(data)], axis=1)
+    trials = data.trials
+    if several:
+        trials = pd.concat([trials, _pareto_columns(data)], axis=1)
+    table = pd.concat([trials[head], param_frame(data)], axis=1)
     return table.reset_index(drop=True)
+
+
+def _pareto_columns(data: SweepData) -> pd.DataFrame:
+    """Each trial's front and objective values (and violation), from the ranked summary."""
+    import math
+
+    import pandas as pd
+
+    records = {r.trial_id: r for r in (data.summary.trials if data.summary else ())}
+    rows = []
+    for trial_id in data.trials["trial_id"]:
+        record = records.get(str(trial_id))
+        values = (record.values if record is not None else None) or {}
+        if record is None or not record.has_point:
+            front: Any = None
+        else:
+            front = record.front if record.front is not None else FRONT_INFEASIBLE
+        row: dict[str, Any] = {"front": front}
+        row.update({o.name: float(values.get(o.name, math.nan)) for o in data.objectives})
+        row["violation"] = record.violation if record is not None else math.nan
+        rows.append(row)
+    return pd.DataFrame(rows, index=data.trials.index).astype({"front": object})
