@@ -27,7 +27,7 @@ from typing import Any
 from sweeplab._numbers import diverged, is_finite_number
 from sweeplab.errors import SpecError, SweeplabError
 from sweeplab.pareto import Objective
-from sweeplab.simulation._records import Report, SimulatedTrial, Simulation
+from sweeplab.simulation._records import Report, SimulatedTrial, Simulation, find_metric
 from sweeplab.simulation._strategy import TrialSource
 
 __all__ = ["Curve", "SimulatedController"]
@@ -226,7 +226,7 @@ class SimulatedController:
             )
         metrics, seconds = answer
         for objective in self.objectives:
-            if objective.name not in metrics and not _nested(metrics, objective.name):
+            if not find_metric(metrics, objective.name)[0]:
                 raise SpecError(
                     f"curve(config, iteration) must report the sweep's metric {objective.name!r}, "
                     f"but for iteration {iteration} of config {trial.decoded!r} it returned the "
@@ -304,12 +304,3 @@ class SimulatedController:
                 self.scheduler.on_trial_remove(self, trial)
                 self.source.on_trial_complete(trial.trial_id)
         self._events.clear()
-
-
-def _nested(metrics: Mapping[str, Any], metric: str) -> bool:
-    value: Any = metrics
-    for part in metric.split("/"):
-        if not isinstance(value, Mapping) or part not in value:
-            return False
-        value = value[part]
-    return True

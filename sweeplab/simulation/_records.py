@@ -10,7 +10,14 @@ from sweeplab._numbers import is_finite_number, is_number
 from sweeplab.errors import SpecError
 from sweeplab.pareto import Objective
 
-__all__ = ["STATUSES", "Report", "SimulatedTrial", "Simulation", "metric_value"]
+__all__ = [
+    "STATUSES",
+    "Report",
+    "SimulatedTrial",
+    "Simulation",
+    "find_metric",
+    "metric_value",
+]
 
 # How a simulated trial ended.
 STATUSES = ("finished", "stopped", "diverged")
@@ -130,11 +137,16 @@ class Simulation:
 
 def metric_value(metrics: Mapping[str, Any], name: str) -> Any:
     """The value of metric `name` in a report: its key, else its ``a/b`` path; None if absent."""
+    return find_metric(metrics, name)[1]
+
+
+def find_metric(metrics: Mapping[str, Any], name: str) -> tuple[bool, Any]:
+    """Whether a report holds metric `name` (its key, else its ``a/b`` path), and its value."""
     if name in metrics:
-        return metrics[name]
+        return True, metrics[name]
     value: Any = metrics
     for part in name.split("/"):
         if not isinstance(value, Mapping) or part not in value:
-            return None
+            return False, None
         value = value[part]
-    return value
+    return True, value
