@@ -11,7 +11,6 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-import ray.cloudpickle as pickle
 from ray.tune.search import Searcher
 
 from sweeplab.pareto import Objective
@@ -19,6 +18,7 @@ from sweeplab.raycompat import hyperopt_trials, optuna_study
 from sweeplab.space import Space
 from sweeplab.strategies import (
     OutcomeLog,
+    PickledState,
     TrialFeedbackSearcher,
     TrialOutcome,
     hyperopt_loss,
@@ -29,7 +29,7 @@ __all__ = ["WarmStartSearcher"]
 logger = logging.getLogger(__name__)
 
 
-class WarmStartSearcher(Searcher):
+class WarmStartSearcher(PickledState, Searcher):
     """Suggests `configs` (final nested shape) first, then delegates to `inner`.
 
     When a warm trial ends, its outcome is added to `inner`'s history where it keeps one: an
@@ -96,14 +96,6 @@ class WarmStartSearcher(Searcher):
         except Exception:  # history is a hint to the searcher: never fail the sweep for it
             logger.warning("Could not add warm trial %s to the searcher's history.", trial_id)
             logger.debug("Details:", exc_info=True)
-
-    def save(self, checkpoint_path: str) -> None:
-        with open(checkpoint_path, "wb") as file:
-            pickle.dump(self.__dict__, file)
-
-    def restore(self, checkpoint_path: str) -> None:
-        with open(checkpoint_path, "rb") as file:
-            self.__dict__.update(pickle.load(file))
 
 
 def _add_to_history(warm: WarmStartSearcher, config: dict[str, Any], outcome: TrialOutcome) -> None:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from sweeplab.strategies._hyperband import HyperBand, ResumeWhenStalled
     from sweeplab.strategies._mo_asha import MultiObjectiveASHA
     from sweeplab.strategies._pbt import LineagePBT, PopulationVariantGenerator
+    from sweeplab.strategies._pickled_state import PickledState
     from sweeplab.strategies._searcher_feedback import (
         OutcomeLog,
         TrialFeedbackSearcher,
@@ -60,6 +61,7 @@ __all__ = [
     "LineagePBT",
     "MultiObjectiveASHA",
     "OutcomeLog",
+    "PickledState",
     "PlanInputs",
     "PopulationVariantGenerator",
     "ResumeWhenStalled",
@@ -95,6 +97,7 @@ _WITH_RAY = {
     "LineagePBT": "_pbt",
     "PopulationVariantGenerator": "_pbt",
     "OutcomeLog": "_searcher_feedback",
+    "PickledState": "_pickled_state",
     "TrialFeedbackSearcher": "_searcher_feedback",
     "TrialOutcome": "_searcher_feedback",
     "hyperopt_loss": "_searcher_feedback",

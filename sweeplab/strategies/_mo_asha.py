@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import operator
-import pickle
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,6 +17,7 @@ from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 from sweeplab._numbers import is_finite_number, is_number
 from sweeplab.errors import SpecError
 from sweeplab.pareto import Objective, crowding_distances
+from sweeplab.strategies._pickled_state import PickledState
 from sweeplab.strategies._traits import SchedulerTraits
 
 __all__ = ["MultiObjectiveASHA", "ParetoRung", "ScalarRung", "position_cutoff"]
@@ -27,7 +27,7 @@ CONTINUE, STOP = TrialScheduler.CONTINUE, TrialScheduler.STOP
 _SMALL_FRONT = 24
 
 
-class MultiObjectiveASHA(FIFOScheduler):
+class MultiObjectiveASHA(PickledState, FIFOScheduler):
     """Asynchronous successive halving that promotes trials by Pareto rank (one bracket).
 
     The rungs are Tune's ASHA's: milestones ``grace_period * reduction_factor ** k`` of
@@ -138,14 +138,6 @@ class MultiObjectiveASHA(FIFOScheduler):
     def debug_string(self) -> str:
         rungs = " | ".join(f"Iter {r.milestone:.3f}: {len(r.judged)} judged" for r in self._rungs)
         return f"Using MultiObjectiveASHA: num_stopped={self._num_stopped}\nBracket: {rungs}"
-
-    def save(self, checkpoint_path: str) -> None:
-        with open(checkpoint_path, "wb") as file:
-            pickle.dump(self.__dict__, file)
-
-    def restore(self, checkpoint_path: str) -> None:
-        with open(checkpoint_path, "rb") as file:
-            self.__dict__.update(pickle.load(file))
 
     def _judges(self, result: Mapping[str, Any]) -> bool:
         """Tune's gate: a result without progress or without any objective is not judged."""

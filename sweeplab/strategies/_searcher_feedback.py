@@ -64,10 +64,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import ray.cloudpickle as pickle
 from ray.tune.search import Searcher
 
 from sweeplab._numbers import diverged, is_finite_number
+from sweeplab.strategies._pickled_state import PickledState
 
 if TYPE_CHECKING:
     from sweeplab.pareto import Objective
@@ -203,7 +203,7 @@ def hyperopt_loss(outcome: TrialOutcome, *, mode: str, max_iterations: int | Non
     return tier + 0.5 + math.atan(loss) / math.pi
 
 
-class TrialFeedbackSearcher(Searcher):
+class TrialFeedbackSearcher(PickledState, Searcher):
     """Wraps an `OptunaSearch` or `HyperOptSearch` so that it learns each trial's outcome.
 
     See the module's docstring for what each searcher is told. Results whose metric is NaN or
@@ -284,14 +284,6 @@ class TrialFeedbackSearcher(Searcher):
         # `HyperOptSearch` takes `metric_op * result[metric]` as the loss (metric_op is +-1).
         key = self.inner.metric
         self.inner.on_trial_complete(trial_id, result={key: self.inner.metric_op * loss})
-
-    def save(self, checkpoint_path: str) -> None:
-        with open(checkpoint_path, "wb") as file:
-            pickle.dump(self.__dict__, file)
-
-    def restore(self, checkpoint_path: str) -> None:
-        with open(checkpoint_path, "rb") as file:
-            self.__dict__.update(pickle.load(file))
 
 
 def with_trial_feedback(
