@@ -65,8 +65,9 @@ class Sweep:
         searcher: ``"random"``, ``"grid"``, ``"optuna"``, ``"hyperopt"``, a
             `sweeplab.OptunaSearcher` (Optuna's sampler settings, compiled against this space;
             ``"optuna"`` is ``OptunaSearcher()``) or a configured ``ray.tune.search.Searcher``.
-        scheduler: ``"fifo"``, ``"asha"``, ``"hyperband"``, ``"median"``, ``"pbt"`` or a
-            configured ``ray.tune.schedulers.TrialScheduler``.
+        scheduler: ``"fifo"``, ``"asha"``, ``"adaptive-asha"`` (ASHA whose first rung stops
+            trials only once it is seen to keep the best ones), ``"hyperband"``, ``"median"``,
+            ``"pbt"`` or a configured ``ray.tune.schedulers.TrialScheduler``.
         scheduler_traits: What a configured scheduler object does to trials besides stopping
             them, ``sweeplab.SchedulerTraits(pauses=..., exploits=...)``: whether it pauses
             trials and resumes them later, and whether it replaces a trial's config and weights

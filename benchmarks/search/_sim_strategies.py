@@ -95,8 +95,11 @@ def _optuna_hyperband(
     return optuna_hyperband_run(problem, seed=seed, budget=budget, workers=workers)
 
 
-def optuna_variant(name: str, scheduler: str = "asha", **options: Any) -> SimStrategy:
-    """A strategy of ``OptunaSearcher(**options)`` under a named scheduler.
+def optuna_variant(
+    name: str, scheduler: str = "asha", grace: int | None = None, **options: Any
+) -> SimStrategy:
+    """A strategy of ``OptunaSearcher(**options)`` under a named scheduler, or under ASHA with
+    grace period `grace` (reduction factor 3).
 
     Raises:
         sweeplab.SpecError: If `options` are not `OptunaSearcher`'s (checked here, at once).
@@ -105,11 +108,15 @@ def optuna_variant(name: str, scheduler: str = "asha", **options: Any) -> SimStr
     return SimStrategy(
         name=name,
         searcher=functools.partial(_optuna_searcher, tuple(sorted(options.items()))),
-        scheduler=functools.partial(_given, scheduler),
+        scheduler=(
+            functools.partial(_given, scheduler)
+            if grace is None
+            else functools.partial(_asha, grace)
+        ),
         early_stopping=scheduler != "fifo",
         model_based=True,
         about=f"OptunaSearcher({', '.join(f'{k}={v!r}' for k, v in sorted(options.items()))})"
-        f" + {scheduler}",
+        f" + {scheduler}" + ("" if grace is None else f" (grace {grace})"),
     )
 
 
@@ -150,6 +157,16 @@ OPTUNA_VARIANTS: dict[str, dict[str, Any]] = {
     "optuna-rung-weighting+asha": {"rung_weighting": True},
     "optuna-last-value+asha": {"aggregate": "last"},
     "optuna-bohb+asha": {"rung_view": "bohb", "random_fraction": 1 / 3},
+    "optuna+asha-g3": {"grace": 3},
+    "optuna-bohb-view+asha-g3": {"rung_view": "bohb", "grace": 3},
+    "optuna-bohb+asha-g3": {"rung_view": "bohb", "random_fraction": 1 / 3, "grace": 3},
+    "optuna-rung-weighting+asha-g3": {"rung_weighting": True, "rung_view": "bohb", "grace": 3},
+    "optuna-bohb+adaptive-asha": {
+        "rung_view": "bohb",
+        "random_fraction": 1 / 3,
+        "scheduler": "adaptive-asha",
+    },
+    "optuna-bohb-view+adaptive-asha": {"rung_view": "bohb", "scheduler": "adaptive-asha"},
 }
 
 
@@ -176,6 +193,13 @@ STRATEGIES: dict[str, SimStrategy] = {
         BASELINE,
         DEFAULT_ASHA,
         *_GRACE_STRATEGIES,
+        SimStrategy(
+            "random+adaptive-asha",
+            functools.partial(_given, "random"),
+            functools.partial(_given, "adaptive-asha"),
+            early_stopping=True,
+            about="random search + sweeplab's adaptive ASHA (rung 1 on probation, rf 3)",
+        ),
         SimStrategy(
             "topk",
             functools.partial(_given, "random"),

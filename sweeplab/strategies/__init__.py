@@ -39,6 +39,7 @@ from sweeplab.strategies._sweep import RuleBreak, StrategySweep
 from sweeplab.strategies._traits import SchedulerTraits, tune_trial_limit
 
 if TYPE_CHECKING:
+    from sweeplab.strategies._adaptive_asha import AdaptiveASHA
     from sweeplab.strategies._hyperband import HyperBand, ResumeWhenStalled
     from sweeplab.strategies._mo_asha import MultiObjectiveASHA
     from sweeplab.strategies._pbt import LineagePBT, PopulationVariantGenerator
@@ -56,6 +57,7 @@ __all__ = [
     "HYPERBAND_REDUCTION_FACTOR",
     "SCHEDULERS",
     "SEARCHERS",
+    "AdaptiveASHA",
     "ExploitHook",
     "HyperBand",
     "LineagePBT",
@@ -91,6 +93,7 @@ __all__ = [
 
 # Names whose modules import Ray, imported on first access.
 _WITH_RAY = {
+    "AdaptiveASHA": "_adaptive_asha",
     "HyperBand": "_hyperband",
     "ResumeWhenStalled": "_hyperband",
     "MultiObjectiveASHA": "_mo_asha",

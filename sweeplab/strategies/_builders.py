@@ -18,6 +18,7 @@ from sweeplab.strategies._sweep import StrategySweep
 __all__ = [
     "ExploitHook",
     "SchedulerSetup",
+    "build_adaptive_asha",
     "build_asha",
     "build_fifo",
     "build_hyperband",
@@ -73,6 +74,18 @@ def build_asha(sweep: StrategySweep, setup: SchedulerSetup) -> Any:
         time_attr="training_iteration",
         max_t=sweep.max_iterations,
         grace_period=1,
+        reduction_factor=ASHA_REDUCTION_FACTOR,
+    )
+
+
+def build_adaptive_asha(sweep: StrategySweep, setup: SchedulerSetup) -> Any:
+    """`AdaptiveASHA` on ASHA's rungs: the first one on probation."""
+    from sweeplab.strategies._adaptive_asha import AdaptiveASHA
+
+    return AdaptiveASHA(
+        objectives=sweep.objectives,
+        time_attr="training_iteration",
+        max_t=sweep.max_iterations,
         reduction_factor=ASHA_REDUCTION_FACTOR,
     )
 

@@ -15,6 +15,7 @@ from typing import Any
 from sweeplab.space import TuneSearch
 from sweeplab.strategies._builders import (
     SchedulerSetup,
+    build_adaptive_asha,
     build_asha,
     build_fifo,
     build_hyperband,
@@ -26,6 +27,7 @@ from sweeplab.strategies._builders import (
 from sweeplab.strategies._schedule import (
     PlanInputs,
     TrialPlan,
+    adaptive_asha_plan,
     asha_plan,
     fifo_plan,
     hyperband_plan,
@@ -139,6 +141,13 @@ SCHEDULERS: Mapping[str, SchedulerEntry] = MappingProxyType(
                 build=build_asha,
                 validate=no_rule,
                 preview=asha_plan,
+            ),
+            SchedulerEntry(
+                name="adaptive-asha",
+                traits=_STOP_ONLY,
+                build=build_adaptive_asha,
+                validate=no_rule,
+                preview=adaptive_asha_plan,
             ),
             SchedulerEntry(
                 name="hyperband",

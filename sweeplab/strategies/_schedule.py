@@ -13,6 +13,7 @@ __all__ = [
     "PlanInputs",
     "Rung",
     "TrialPlan",
+    "adaptive_asha_plan",
     "asha_plan",
     "fifo_plan",
     "hyperband_brackets",
@@ -61,7 +62,31 @@ class PlanInputs:
 
 
 def asha_plan(inputs: PlanInputs) -> TrialPlan:
-    n, max_t = inputs.trials, inputs.max_iterations
+    rungs = _asha_rungs(inputs.trials, inputs.max_iterations)
+    summary = (
+        f"ASHA: reduction factor {ASHA_REDUCTION_FACTOR}, grace period 1, "
+        f"max {inputs.max_iterations} iterations"
+    )
+    return rungs, _budget(rungs), summary
+
+
+def adaptive_asha_plan(inputs: PlanInputs) -> TrialPlan:
+    """ASHA's plan with its first rung trusted; until then, trials pass it (see `AdaptiveASHA`).
+
+    The rungs and the budget shown are ASHA's once the first rung is trusted; a first rung
+    that is never trusted costs up to the budget of ASHA with grace period 3.
+    """
+    rungs = _asha_rungs(inputs.trials, inputs.max_iterations)
+    eta = ASHA_REDUCTION_FACTOR
+    summary = (
+        f"adaptive ASHA: reduction factor {eta}, rung 1 on probation (it stops trials once its "
+        f"cut keeps the best trials of a higher rung; until then grace period {eta}), "
+        f"max {inputs.max_iterations} iterations"
+    )
+    return rungs, _budget(rungs), summary
+
+
+def _asha_rungs(n: int, max_t: int) -> list[Rung]:
     eta, iteration, level = ASHA_REDUCTION_FACTOR, 1, 0
     rungs: list[Rung] = []
     while iteration < max_t:
@@ -69,8 +94,7 @@ def asha_plan(inputs: PlanInputs) -> TrialPlan:
         iteration *= eta
         level += 1
     rungs.append(Rung(0, max_t, max(1, math.ceil(n / eta**level))))
-    summary = f"ASHA: reduction factor {eta}, grace period 1, max {max_t} iterations"
-    return rungs, _budget(rungs), summary
+    return rungs
 
 
 def hyperband_plan(inputs: PlanInputs) -> TrialPlan:
