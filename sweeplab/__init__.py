@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sweeplab.errors import ResourceError, SpecError, SweeplabError
+from sweeplab.errors import AddressError, ResourceError, SpecError, SweeplabError
 from sweeplab.space import (
     OptunaSearcher,
     Space,
@@ -28,6 +28,7 @@ from sweeplab.strategies import SchedulerTraits
 __version__ = "0.1.0"
 
 __all__ = [
+    "AddressError",
     "OptunaSearcher",
     "ResourceError",
     "SchedulerTraits",

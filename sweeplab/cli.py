@@ -31,6 +31,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, but got {text!r}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sweeplab",
@@ -40,37 +50,38 @@ def _parser() -> argparse.ArgumentParser:
 
     sweep = sub.add_parser("sweep", help="run the sweep a spec file declares")
     sweep.add_argument("spec", type=Path, help="spec file defining `sweep = sweeplab.Sweep(...)`")
-    sweep.add_argument("--name", help="sweep name (default: the spec's `name`)")
+    _plan_args(sweep)
     sweep.add_argument(
         "--storage",
         type=Path,
         default=Path(DEFAULT_STORAGE),
         help=f"folder for checkpoints, Tune state and logs (default: ./{DEFAULT_STORAGE})",
     )
-    _tracking_arg(sweep)
-    sweep.add_argument("--address", help="join an existing Ray cluster (HOST:PORT or 'auto')")
-    sweep.add_argument("--num-trials", type=_positive_int, help="override the spec's num_trials")
-    sweep.add_argument(
-        "--warm-start",
-        metavar="SWEEP",
-        help="try the best configs of an earlier sweep first (overrides the spec's warm_start)",
-    )
     sweep.add_argument(
         "--resume", action="store_true", help="continue the latest interrupted run of this sweep"
     )
     sweep.add_argument("--no-live", action="store_true", help="print no live table")
     sweep.add_argument(
-        "--pick",
-        metavar="RULE",
-        help="how to pick one trial of a multi-objective sweep's front, such as "
-        "'latency_ms <= 10, val_loss' (overrides the spec's pick)",
+        "--stall-timeout",
+        type=_positive_seconds,
+        metavar="S",
+        help="say what the sweep waits for when no trial reported, started or ended for S "
+        "seconds (default: 3 x the longest such silence seen, at least 120)",
+    )
+    sweep.add_argument(
+        "--fail-on-stall", action="store_true", help="end a stalled sweep with exit 1"
     )
 
-    preview = sub.add_parser("preview", help="validate a spec and show its plan; starts nothing")
-    preview.add_argument("spec", type=Path)
+    preview = sub.add_parser(
+        "preview",
+        help="validate a spec and show the plan `sweep` runs with the same flags; starts nothing",
+    )
+    preview.add_argument("spec", type=Path, help="spec file defining `sweep = sweeplab.Sweep(...)`")
+    _plan_args(preview)
     preview.add_argument("--samples", type=_positive_int, default=3, help="configs to sample")
 
     ls = sub.add_parser("ls", help="list the sweeps in the tracking store")
+    ls.add_argument("--json", action="store_true", help="print JSON: a list, one object a sweep")
     _tracking_arg(ls)
 
     best = sub.add_parser(
@@ -96,11 +107,38 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--out", type=Path, required=True, help="HTML file to write")
     _tracking_arg(report)
 
+    compare = sub.add_parser(
+        "compare",
+        help="compare sweeps, or the runs of one sweep, in a self-contained HTML file",
+    )
+    compare.add_argument(
+        "sweeps",
+        nargs="+",
+        metavar="SWEEP",
+        help="NAME (its latest run; given alone: every run of it) or NAME@RUN (the run whose "
+        "parent run id starts with RUN)",
+    )
+    compare.add_argument("--out", type=Path, required=True, help="HTML file to write")
+    compare.add_argument(
+        "--metric", help="compare on this metric (default: the sweeps' shared objective)"
+    )
+    compare.add_argument(
+        "--mode",
+        choices=["min", "max"],
+        help="with --metric: whether lower or higher is better, when it is no sweep's objective",
+    )
+    _tracking_arg(compare)
+
     status = sub.add_parser(
         "status", help="the cluster's free resources beside what one trial of a spec needs"
     )
     status.add_argument("spec", type=Path, nargs="?", help="spec file (optional)")
     status.add_argument("--address", help="Ray cluster address (default: this machine)")
+    status.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON: the nodes and, with a spec, one trial's group and the concurrency",
+    )
 
     ui = sub.add_parser("ui", help="start the MLflow UI on the tracking store (127.0.0.1)")
     ui.add_argument(
@@ -118,6 +156,51 @@ def _tracking_arg(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _plan_args(parser: argparse.ArgumentParser) -> None:
+    """The flags that change what a sweep runs: `sweep` and `preview` both take them."""
+    parser.add_argument("--name", help="sweep name (default: the spec's `name`)")
+    _tracking_arg(parser)
+    parser.add_argument("--address", help="join an existing Ray cluster (HOST:PORT or 'auto')")
+    parser.add_argument("--num-trials", type=_positive_int, help="override the spec's num_trials")
+    parser.add_argument(
+        "--warm-start",
+        metavar="SWEEP",
+        help="try the best configs of an earlier sweep first (overrides the spec's warm_start)",
+    )
+    parser.add_argument(
+        "--pick",
+        metavar="RULE",
+        help="how to pick one trial of a multi-objective sweep's front, such as "
+        "'latency_ms <= 10, val_loss' (overrides the spec's pick)",
+    )
+
+
+def _planned_sweep(args: argparse.Namespace, **run: Any) -> tuple[Any, Any]:
+    """The spec with `--pick` applied, and the options of `_plan_args` plus `run`'s.
+
+    `sweep` hands both to `run_sweep`; `preview` applies the options as `run_sweep` does.
+    """
+    from sweeplab.engine import SweepOptions
+    from sweeplab.spec import load_spec
+
+    sweep = load_spec(args.spec)
+    if args.pick is not None:
+        try:
+            sweep = sweep.replace(pick=args.pick)
+        except SpecError as exc:
+            raise SpecError(f"--pick: {exc}") from None
+    options = SweepOptions(
+        spec_path=args.spec,
+        name=args.name,
+        tracking_uri=args.tracking_uri,
+        address=args.address,
+        num_trials=args.num_trials,
+        warm_start=args.warm_start,
+        **run,
+    )
+    return sweep, options
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the CLI and returns its exit status."""
     args = _parser().parse_args(argv)
@@ -129,6 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "best": _cmd_best,
             "ui": _cmd_ui,
             "report": _cmd_report,
+            "compare": _cmd_compare,
             "status": _cmd_status,
         }[args.command]
         return handler(args)
@@ -141,24 +225,41 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _console() -> Any:
-    from rich.console import Console
+    from sweeplab.engine import make_console
 
-    return Console()
+    return make_console()
 
 
 def _cmd_preview(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from sweeplab.engine import ResolvedSweep, local_nodes, plan_resources, trial_plan
-    from sweeplab.spec import load_spec
+    from sweeplab.engine import (
+        ResolvedSweep,
+        TrialMode,
+        apply_options,
+        local_nodes,
+        plan_resources,
+        plan_warm_start,
+        trial_plan,
+    )
+    from sweeplab.strategies import total_trials
 
-    sweep = load_spec(args.spec)
-    plan = plan_resources(sweep, local_nodes())
+    spec, options = _planned_sweep(args)
+    sweep = apply_options(spec, options)
+    warm_start = plan_warm_start(sweep, args.tracking_uri)  # reads the store, as `sweep` does
+    # With --address the sweep reads the cluster's resources once it has joined it; preview
+    # joins nothing, so it plans this machine only when the sweep would run on it.
+    plan = None if args.address is not None else plan_resources(sweep, local_nodes())
     console = _console()
     console.print(f"[bold]sweep[/bold] {sweep.name}  ({args.spec})")
+    if sweep.multi_objective:
+        goal = "objectives: " + ", ".join(f"{o.mode} {o.name}" for o in sweep.objectives)
+        goal += f" (pick: {sweep.pick})" if sweep.pick else ""
+    else:
+        goal = f"objective: {sweep.mode} {sweep.metric} (ranked by its {sweep.rank_by} value)"
     console.print(
-        f"objective: {sweep.mode} {sweep.metric} (ranked by its {sweep.rank_by} value) · "
-        f"searcher {sweep.searcher_name} · scheduler {sweep.scheduler_name} · seed {sweep.seed}"
+        f"{goal} · searcher {sweep.searcher_name} · scheduler {sweep.scheduler_name} · "
+        f"seed {sweep.seed}"
     )
     space_table = Table(title="search space", box=None, header_style="bold")
     space_table.add_column("parameter")
@@ -168,12 +269,19 @@ def _cmd_preview(args: argparse.Namespace) -> int:
     console.print(space_table)
     console.print("[bold]sampled configs[/bold]")
     for config in sweep.space.sample(seed=sweep.seed or 0, n=args.samples):
-        console.print(f"  {json.dumps(config, default=str)}")
+        console.print(f"  {json.dumps(config, default=str)}", markup=False)
+    if warm_start is not None:
+        for line in warm_start.lines():
+            console.print(line, markup=False, highlight=False)
     mode = ResolvedSweep.trial_mode_of(sweep)
     rungs, budget, summary = trial_plan(
-        sweep, concurrency=plan.concurrency, waiting_holds_nothing=mode.waiting_holds_nothing
+        sweep,
+        concurrency=None if plan is None else plan.concurrency,
+        waiting_holds_nothing=mode.waiting_holds_nothing,
     )
-    console.print(f"[bold]trial plan[/bold]: {plan.total_trials} trials; {summary}")
+    trials = total_trials(sweep)
+    group = plan.describe_group() if plan is not None else _describe_group(sweep, trials)
+    console.print(f"[bold]trial plan[/bold]: {trials} trials; {summary}")
     if rungs:
         rung_table = Table(box=None, header_style="bold")
         for column in ("bracket", "rung (iteration)", "trials reaching it"):
@@ -183,42 +291,67 @@ def _cmd_preview(args: argparse.Namespace) -> int:
         console.print(rung_table)
     console.print(
         f"budget: at most {budget} iterations in all "
-        f"(without early stopping: {plan.total_trials * sweep.max_iterations})"
+        f"(without early stopping: {trials * sweep.max_iterations})"
     )
     console.print(
-        f"[bold]one trial[/bold]: {plan.describe_group()}, placement "
+        f"[bold]one trial[/bold]: {group}, placement "
         f"{sweep.placement_strategy}; metrics from {sweep.metrics_from}"
     )
-    cluster = ", ".join(f"{v:g} {k}" for k, v in sorted(plan.cluster.items()))
-    console.print(
-        f"[bold]concurrency[/bold]: {plan.concurrency} trial(s) at once on this machine ({cluster})"
-    )
-    groups = mode.describe(workers_per_trial=sweep.workers_per_trial, concurrency=plan.concurrency)
+    if plan is None:
+        limit = min(trials, sweep.max_concurrent_trials or trials)
+        console.print(
+            f"[bold]concurrency[/bold]: at most {limit} trial(s) at once, as many as the Ray "
+            f"cluster at {args.address} holds: the sweep reads its resources when it starts "
+            f"(preview connects to nothing; `sweeplab status {args.spec} --address "
+            f"{args.address}` shows them now)"
+        )
+        concurrency = limit
+    else:
+        cluster = ", ".join(f"{v:g} {k}" for k, v in sorted(plan.cluster.items()))
+        console.print(
+            f"[bold]concurrency[/bold]: {plan.concurrency} trial(s) at once on this machine "
+            f"({cluster})"
+        )
+        concurrency = plan.concurrency
+    groups = mode.describe(workers_per_trial=sweep.workers_per_trial, concurrency=concurrency)
+    if plan is None and mode is TrialMode.WARM_SLOT:
+        groups += "; at most: one slot per trial the cluster runs at once"
     console.print(f"[bold]trainer groups[/bold]: {groups}")
     return EXIT_OK
 
 
-def _cmd_sweep(args: argparse.Namespace) -> int:
-    from sweeplab.engine import SweepOptions, apply_options, plan_warm_start, run_sweep
-    from sweeplab.spec import load_spec
+def _describe_group(sweep: Any, trials: int) -> str:
+    """One trial's trainer group in words, as the resource plan says it, without a cluster."""
+    from sweeplab.engine import ResourcePlan
 
-    sweep = load_spec(args.spec)
-    if args.pick is not None:
-        try:
-            sweep = sweep.replace(pick=args.pick)
-        except SpecError as exc:
-            raise SpecError(f"--pick: {exc}") from None
-    options = SweepOptions(
-        spec_path=args.spec,
-        name=args.name,
+    # The group is the spec's own: no node is needed to say it (concurrency 0: not planned).
+    unplanned = ResourcePlan(
+        worker=sweep.worker_resources,
+        workers=sweep.min_workers,
+        max_workers=sweep.max_workers,
+        concurrency=0,
+        cluster={},
+        nodes=0,
+        total_trials=trials,
+    )
+    return unplanned.describe_group()
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from sweeplab.engine import apply_options, plan_warm_start, run_sweep
+
+    sweep, options = _planned_sweep(
+        args,
         storage=args.storage,
-        tracking_uri=args.tracking_uri,
-        address=args.address,
-        num_trials=args.num_trials,
-        warm_start=args.warm_start,
         resume=args.resume,
         live=not args.no_live,
+        stall_timeout_s=args.stall_timeout,
+        fail_on_stall=args.fail_on_stall,
     )
+    if options.address is not None:
+        from sweeplab.engine import check_address
+
+        check_address(options.address)  # before the warm start reads the tracking store
     console = _console()
     warm_start = None
     if not args.resume:  # planned before anything starts: an unknown sweep is exit 2
@@ -392,6 +525,9 @@ def _cmd_ls(args: argparse.Namespace) -> int:
     from sweeplab.tracking import list_sweeps
 
     frame = list_sweeps(args.tracking_uri)
+    if args.json:
+        print(json.dumps([_sweep_row(row) for row in frame.to_dict("records")], indent=2))
+        return EXIT_OK
     console = _console()
     if frame.empty:
         console.print("no sweeps in the tracking store")
@@ -415,6 +551,20 @@ def _cmd_ls(args: argparse.Namespace) -> int:
         )
     console.print(table)
     return EXIT_OK
+
+
+def _sweep_row(row: dict[str, Any]) -> dict[str, Any]:
+    """One row of `list_sweeps` as JSON: a missing best is null, the start an ISO time (UTC)."""
+    best = row["best_metric"]
+    return {
+        "sweep": row["sweep"],
+        "status": row["status"],
+        "trials": int(row["trials"]),
+        "best_metric": None if best is None or best != best else float(best),
+        "metric": row["metric"],
+        "started": row["started"].tz_localize("UTC").isoformat(),
+        "parent_run_id": row["parent_run_id"],
+    }
 
 
 def _cmd_best(args: argparse.Namespace) -> int:
@@ -515,10 +665,67 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_compare(args: argparse.Namespace) -> int:
+    import math
+
+    from sweeplab.report import compare_sweeps, write_comparison
+
+    comparison = compare_sweeps(
+        args.sweeps, metric=args.metric, mode=args.mode, tracking_uri=args.tracking_uri
+    )
+    for label, row in comparison.summary.iterrows():
+        best, reports = row["final best"], row["reports"]
+        reached = f"{best:.6g} at report {row['reached at report']} of {reports}"
+        if math.isnan(best):
+            reached = f"no finite value in {reports} reports"
+        print(f"{label}: best {comparison.metric} ({comparison.mode}) {reached}")
+    path = write_comparison(comparison, args.out)
+    print(f"comparison written to {path}")
+    return EXIT_OK
+
+
 def _cmd_status(args: argparse.Namespace) -> int:
     from sweeplab.engine.status import print_status
 
+    if args.json:
+        return _status_json(args)
     return print_status(spec=args.spec, address=args.address)
+
+
+def _status_json(args: argparse.Namespace) -> int:
+    """`sweeplab status --json`: what the tables say, as one JSON object."""
+    import dataclasses
+
+    from sweeplab.engine import local_nodes, plan_resources
+    from sweeplab.engine.status import cluster_status
+    from sweeplab.errors import ResourceError
+    from sweeplab.spec import load_spec
+
+    sweep = load_spec(args.spec) if args.spec is not None else None  # fails before connecting
+    if args.address is None:  # nothing starts: the node a local Ray would start with
+        nodes: list[dict[str, Any]] = [
+            {"node_id": "(local)", "address": "this machine", "total": node, "free": None}
+            for node in local_nodes()
+        ]
+    else:
+        nodes = [dataclasses.asdict(node) for node in cluster_status(args.address)]
+    out: dict[str, Any] = {"address": args.address, "nodes": nodes}
+    if sweep is not None:
+        try:
+            plan = plan_resources(sweep, [dict(node["total"]) for node in nodes])
+        except ResourceError as exc:
+            raise ResourceError(f"{args.spec}: {exc}") from None
+        out["sweep"] = {
+            "name": sweep.name,
+            "workers": plan.workers,
+            "max_workers": plan.max_workers,
+            "worker": dict(plan.worker),
+            "placement": sweep.placement_strategy,
+            "concurrency": plan.concurrency,
+            "total_trials": plan.total_trials,
+        }
+    print(json.dumps(out, indent=2))
+    return EXIT_OK
 
 
 def _cmd_ui(args: argparse.Namespace) -> int:

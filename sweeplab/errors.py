@@ -7,7 +7,7 @@ anything else is a bug or a failed sweep.
 
 from __future__ import annotations
 
-__all__ = ["ResourceError", "SpecError", "SweeplabError"]
+__all__ = ["AddressError", "ResourceError", "SpecError", "SweeplabError"]
 
 
 class SweeplabError(Exception):
@@ -24,3 +24,7 @@ class SpecError(SweeplabError, ValueError):
 
 class ResourceError(SweeplabError):
     """The cluster can never satisfy what one trial asks for."""
+
+
+class AddressError(SweeplabError):
+    """No Ray cluster answers at the given address, or the address is malformed."""

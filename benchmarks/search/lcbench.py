@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from sweeplab import loguniform, qloguniform, randint, uniform
+from sweeplab import loguniform, randint, uniform
 
 __all__ = [
     "DATA",
@@ -98,14 +98,13 @@ OUTPUTS = (
     "test_balanced_accuracy",
 )
 
-# sweeplab has no log-integer primitive yet: qloguniform(low, high, 1) samples log-uniformly and
-# rounds to an integer; the reader rounds batch_size and max_units to int again before feeding
-# the model, in case a searcher hands back a float.
+# YAHPO's LCBench space: batch_size and max_units are log-scaled integers. The reader rounds them
+# to int again before feeding the model, in case a searcher hands back a float.
 SPACE: dict[str, Any] = {
-    "batch_size": qloguniform(16, 512, 1),
+    "batch_size": randint(16, 512, log=True),
     "learning_rate": loguniform(1e-4, 1e-1),
     "max_dropout": uniform(0.0, 1.0),
-    "max_units": qloguniform(64, 1024, 1),
+    "max_units": randint(64, 1024, log=True),
     "momentum": uniform(0.1, 0.99),
     "num_layers": randint(1, 5),
     "weight_decay": uniform(1e-5, 0.1),

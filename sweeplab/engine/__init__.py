@@ -1,10 +1,13 @@
 """The sweep engine: resource planning, trial drivers (Ray Train groups) and the Tune run."""
 
+from sweeplab.engine._address import check_address
 from sweeplab.engine._callbacks import SweepCallback, TrialView
+from sweeplab.engine._display import make_console
 from sweeplab.engine._plan import ResourcePlan, local_nodes, plan_resources
 from sweeplab.engine._resolved import ResolvedSweep
 from sweeplab.engine._runner import SweepOptions, SweepOutcome, apply_options, run_sweep
 from sweeplab.engine._session import DEFAULT_STORAGE, start_local_ray
+from sweeplab.engine._stall import SweepStalled
 from sweeplab.engine._trial_mode import TrialMode
 from sweeplab.engine._warm import WarmConfig, WarmStartPlan, plan_warm_start
 from sweeplab.strategies import Rung, trial_plan
@@ -17,12 +20,15 @@ __all__ = [
     "SweepCallback",
     "SweepOptions",
     "SweepOutcome",
+    "SweepStalled",
     "TrialMode",
     "TrialView",
     "WarmConfig",
     "WarmStartPlan",
     "apply_options",
+    "check_address",
     "local_nodes",
+    "make_console",
     "plan_resources",
     "plan_warm_start",
     "run_sweep",

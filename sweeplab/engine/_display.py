@@ -213,3 +213,22 @@ class LiveTable(SweepCallback):
 
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
+
+
+# Where output is not a terminal, the width a console draws to: no line is ever broken.
+UNLIMITED_WIDTH = 1_000_000
+
+
+def make_console(*, stderr: bool = False) -> Any:
+    """A rich Console: a terminal's width, else lines that never wrap.
+
+    Where the output is not a terminal (a pipe, a file, a CI log) there is no width to fit,
+    and a line broken at 80 columns breaks the paths in it: they could not be copied or
+    grepped. The CLI, the live table and ``sweeplab status`` all draw through it.
+    """
+    from rich.console import Console
+
+    console = Console(stderr=stderr)
+    if console.is_terminal:
+        return console
+    return Console(stderr=stderr, width=UNLIMITED_WIDTH, soft_wrap=True)

@@ -9,9 +9,11 @@ import dataclasses
 import datetime as dt
 import time
 from collections.abc import Sequence
+from math import inf
 from pathlib import Path
 from typing import Any
 
+from sweeplab.engine._address import check_address
 from sweeplab.engine._callbacks import SweepCallback
 from sweeplab.engine._driver import TrialSettings
 from sweeplab.engine._outcome import SweepOutcome, rank_untracked, write_best_config
@@ -44,6 +46,11 @@ class SweepOptions:
     Attributes:
         callbacks: :class:`SweepCallback` objects told of each trial's events and of the
             sweep's end, after sweeplab's own live table and tracker.
+        stall_timeout_s: How long no trial may report, start or end before the sweep says
+            what it waits for (``stall.txt`` in the run folder has the details); None: three
+            times the longest such silence seen so far, at least 120 s.
+        fail_on_stall: Whether such a stall ends the sweep with `SweepStalled` (the CLI
+            exits 1) instead of waiting on.
     """
 
     spec_path: Path | None = None
@@ -57,6 +64,17 @@ class SweepOptions:
     live: bool = True
     track: bool = True
     callbacks: Sequence[SweepCallback] = ()
+    stall_timeout_s: float | None = None
+    fail_on_stall: bool = False
+
+    def __post_init__(self) -> None:
+        timeout = self.stall_timeout_s
+        number = isinstance(timeout, int | float) and not isinstance(timeout, bool)
+        if timeout is not None and not (number and 0 < timeout < inf):
+            raise SpecError(
+                "SweepOptions.stall_timeout_s must be a number of seconds > 0, "
+                f"but got {timeout!r}."
+            )
 
 
 def apply_options(sweep: Sweep, options: SweepOptions) -> Sweep:
@@ -110,8 +128,11 @@ def run_sweep(
     Raises:
         SpecError / ResourceError: Bad arguments, or a trial that can never fit; nothing started.
         SweeplabError: The storage folder is not writable.
+        AddressError: No Ray cluster answers at ``options.address``; nothing written.
     """
     options = options or SweepOptions()
+    if options.address is not None:
+        check_address(options.address)  # before anything is written
     sweep = apply_options(sweep, options)
     if warm_start is None and not options.resume:  # a resumed searcher keeps its own state
         warm_start = plan_warm_start(sweep, options.tracking_uri)
@@ -140,7 +161,13 @@ def _run_on_ray(
     started: float,
     warm_start: WarmStartPlan | None = None,
 ) -> SweepOutcome:
-    sinks = wire_sinks(resolved, track=options.track, callbacks=options.callbacks)
+    sinks = wire_sinks(
+        resolved,
+        track=options.track,
+        callbacks=options.callbacks,
+        stall_timeout_s=options.stall_timeout_s,
+        fail_on_stall=options.fail_on_stall,
+    )
     if sinks.tracker is not None and warm_start is not None:
         sinks.tracker.log_warm_start(warm_start.source, warm_start.to_dict())
     trial_settings = TrialSettings.of(resolved, slots=slot_names(resolved))

@@ -72,11 +72,22 @@ class Sinks:
 
 
 def wire_sinks(
-    resolved: ResolvedSweep, *, track: bool, callbacks: Sequence[SweepCallback]
+    resolved: ResolvedSweep,
+    *,
+    track: bool,
+    callbacks: Sequence[SweepCallback],
+    stall_timeout_s: float | None = None,
+    fail_on_stall: bool = False,
 ) -> Sinks:
-    """Makes the sinks of `resolved` and the Tune callbacks that feed them; starts the tracker."""
+    """Makes the sinks of `resolved` and the Tune callbacks that feed them; starts the tracker.
+
+    The stall watchdog (`StallWatchdog`) is one of the Tune callbacks: `stall_timeout_s` is its
+    fixed limit (None: adaptive), and with `fail_on_stall` a stall ends the sweep.
+    """
     from sweeplab.engine._events import SweepEvents
     from sweeplab.engine._orphans import OrphanGroupReaper
+    from sweeplab.engine._stall import StallClock
+    from sweeplab.engine._watchdog import StallWatchdog
 
     tracker = None
     if track:
@@ -103,8 +114,25 @@ def wire_sinks(
         tracker=tracker,
         callbacks=every,
         events=events,
-        tune_callbacks=(events, OrphanGroupReaper()),
+        tune_callbacks=(
+            events,
+            OrphanGroupReaper(),
+            StallWatchdog(
+                StallClock(timeout_s=stall_timeout_s),
+                report_path=resolved.run_dir / "stall.txt",
+                log_path=resolved.ray_log,
+                say=_say,
+                fail=fail_on_stall,
+            ),
+        ),
     )
+
+
+def _say(line: str) -> None:
+    """Prints a line to stderr, above the live table when it shows."""
+    import sys
+
+    print(f"sweeplab: {line}", file=sys.stderr, flush=True)
 
 
 @contextlib.contextmanager
@@ -113,10 +141,11 @@ def live(table: LiveTable, enabled: bool) -> Iterator[None]:
     if not enabled:
         yield
         return
-    from rich.console import Console
     from rich.live import Live
 
-    console = Console(stderr=True)
+    from sweeplab.engine._display import make_console
+
+    console = make_console(stderr=True)
     with Live(table, console=console, refresh_per_second=2, transient=False):
         yield
     console.print()

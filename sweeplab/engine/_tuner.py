@@ -77,7 +77,9 @@ def build_tuner(
                 waiting_holds_nothing=resolved.trial_mode.waiting_holds_nothing,
             ),
             time_budget_s=resolved.time_budget_s,
-            reuse_actors=resolved.trial_mode.reuses_trial_actors,
+            reuse_actors=resolved.trial_mode.reuses_actors_under(
+                pausing=traits.pauses or traits.exploits
+            ),
         ),
         run_config=tune.RunConfig(
             name="tune",

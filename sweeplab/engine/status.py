@@ -50,6 +50,9 @@ def cluster_status(address: str) -> list[NodeStatus]:
     """
     import ray
 
+    from sweeplab.engine._address import check_address
+
+    check_address(address)
     try:
         ray.init(
             address=address,
@@ -133,14 +136,13 @@ def print_status(*, spec: Path | None, address: str | None) -> int:
     Raises:
         SweeplabError: A bad spec (`SpecError`) or no cluster at `address`.
     """
-    from rich.console import Console
-
+    from sweeplab.engine._display import make_console
     from sweeplab.engine._plan import plan_resources
     from sweeplab.engine._resolved import ResolvedSweep
     from sweeplab.spec import load_spec
 
     sweep = load_spec(spec) if spec is not None else None  # fails before connecting anywhere
-    console = Console()
+    console = make_console()
     if address is None:
         nodes = _local_status()
         title = "this machine (a local Ray would start with these; nothing started)"

@@ -1,13 +1,32 @@
-"""The report's and the notebook's figures: Optuna's plotly views of a sweep's study."""
+"""The report's and the notebook's figures of a sweep: every trial, marked by its status."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
+
+from sweeplab.keys import STATUS_DIVERGED
+from sweeplab.report._parallel import parallel_coordinates
+from sweeplab.report._rungs import _check_rung
+from sweeplab.report._study import _objective, _records
+from sweeplab.report._table import objective
+from sweeplab.report._views import (
+    OTHER_COLOR,
+    STATUS_COLORS,
+    View,
+    add_view_buttons,
+    slice_figure,
+    statuses,
+    sweep_views,
+)
 
 if TYPE_CHECKING:
     import optuna
     import pandas as pd
     from plotly.graph_objects import Figure
+
+    from sweeplab.space import Space
+    from sweeplab.tracking import SweepData
 
 # fANOVA fits a random forest: a fixed seed makes the importances, and the report, reproducible.
 _IMPORTANCE_SEED = 0
@@ -25,12 +44,12 @@ def _importance_params(study: optuna.Study) -> tuple[list[str], str | None]:
 
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     if len(complete) < 2:
-        return [], f"{len(complete)} finished trial(s); importance needs at least 2"
+        return [], f"{len(complete)} trial(s) with a value; importance needs at least 2"
     common = set.intersection(*(set(t.params) for t in complete))
     conditional = sorted(set.union(*(set(t.params) for t in complete)) - common)
     varying = sorted(p for p in common if len({repr(t.params[p]) for t in complete}) > 1)
     if not varying:
-        return [], "no param varies across the finished trials"
+        return [], "no param varies across the trials with a value"
     # fANOVA needs every param in every trial; the branch choice (`optimizer.name`) is always
     # there and carries its branch's effect.
     note = "conditional params left out: " + ", ".join(conditional) if conditional else None
@@ -40,14 +59,15 @@ def _importance_params(study: optuna.Study) -> tuple[list[str], str | None]:
 def parameter_importance(study: optuna.Study) -> pd.Series:
     """Each param's share of the objective's variance, by Optuna's fANOVA (seeded).
 
-    Over the study's COMPLETE trials (see :func:`sweep_study`) and the params present in all of
-    them that take more than one value; a conditional param is left out, the branch choice
+    Over the study's COMPLETE trials (the finished ones of :func:`sweep_study`, those with a
+    value in the view of :func:`rung_study`) and the params present in all of them that take
+    more than one value; a conditional param is left out, the branch choice
     (``optimizer.name``) carries its branch's effect.
 
     Returns:
         Importances summing to 1, largest first, named ``importance``. Empty, with the reason
-        in ``.attrs["note"]``, when fewer than 2 trials finished or no param varies; a note on
-        the conditional params left out otherwise.
+        in ``.attrs["note"]``, when fewer than 2 trials have a value or no param varies; a note
+        on the conditional params left out otherwise.
     """
     import optuna
     import pandas as pd
@@ -74,49 +94,248 @@ def _note_figure(title: str, note: str) -> Figure:
     return figure
 
 
-def sweep_figures(study: optuna.Study, *, metric: str = "Objective Value") -> dict[str, Figure]:
-    """The views of a sweep's study, drawn by ``optuna.visualization``, by title.
+def _legend_once(figure: Figure, status: str) -> bool:
+    return not any(trace.name == status for trace in figure.data)
 
-    ``optimization history`` (COMPLETE trials, best so far), ``learning curves`` (intermediate
-    values of every trial, stopped ones included), ``parallel coordinates`` (log axes for log
-    distributions; a param of a branch a trial did not take sits on a separate mark),
-    ``slice`` (each param against the objective, one panel per param, each with the trials
-    that have it), ``parameter importance`` (fANOVA, seeded; its note when it cannot be
-    computed). ``metric`` names the objective on the axes.
-    """
+
+def learning_curves(views: list[View], metric: str) -> Figure:
+    """The objective at each reported step, one line per trial (every trial that reported
+    one), coloured by status; dotted lines at the rungs of the views."""
+    import plotly.graph_objects as go
+
+    # A view by value keeps every step of every trial (a view at a step cuts them there).
+    study = next(v.study for v in views if not isinstance(v.key, int))
+    figure = go.Figure()
+    for trial in study.get_trials(deepcopy=False):
+        if not trial.intermediate_values:
+            continue
+        status = str(trial.user_attrs.get("status"))
+        steps = sorted(trial.intermediate_values.items())
+        figure.add_trace(
+            go.Scatter(
+                x=[s for s, _ in steps],
+                y=[v for _, v in steps],
+                mode="lines+markers",
+                name=status,
+                legendgroup=status,
+                legendrank=list(STATUS_COLORS).index(status) if status in STATUS_COLORS else 99,
+                showlegend=_legend_once(figure, status),
+                line={"color": STATUS_COLORS.get(status, OTHER_COLOR), "width": 1.5},
+                marker={"size": 5},
+                opacity=0.8,
+                hovertemplate=f"trial {trial.user_attrs.get('trial_id')} ({status})"
+                "<br>step %{x}: %{y:.4g}<extra></extra>",
+            )
+        )
+    for view in views:
+        if isinstance(view.key, int):
+            figure.add_vline(x=view.key, line={"dash": "dot", "color": "#999", "width": 1})
+    last = max(max(t.intermediate_values) for t in study.trials if t.intermediate_values)
+    figure.update_layout(
+        title="Learning curves",
+        xaxis={"title": "step (report)", "dtick": max(1, math.ceil(last / 10))},
+        yaxis_title=metric,
+        legend={"title": {"text": "status"}},
+    )
+    return figure
+
+
+def _ranked_values(data: SweepData, name: str) -> dict[str, float | None]:
+    """Each trial's value as the sweep ranks it: its best or last value, or of a
+    multi-objective sweep the objective's value at the trial's point."""
+    if len(data.objectives) > 1:
+        return {
+            t: (r.values or {}).get(name) if r.has_point else None
+            for t, r in _records(data).items()
+        }
+    values = objective(data)
+    return {
+        str(data.trials.at[i, "trial_id"]): None if math.isnan(v) else float(v)
+        for i, v in values.items()
+    }
+
+
+def optimization_history(data: SweepData, study: optuna.Study, metric: str, mode: str) -> Figure:
+    """Every trial with a value in the order Tune created them, at its ranked value, coloured
+    by status, and the best value so far (diverged trials, which the sweep ranks last, left
+    out of it)."""
+    import plotly.graph_objects as go
+
+    values = _ranked_values(data, metric)
+    trials = study.get_trials(deepcopy=False)
+    figure = go.Figure()
+    for status in statuses(study):
+        members = [
+            t
+            for t in trials
+            if t.user_attrs.get("status") == status
+            and values.get(str(t.user_attrs.get("trial_id"))) is not None
+        ]
+        if members:
+            figure.add_trace(
+                go.Scatter(
+                    x=[t.number for t in members],
+                    y=[values[str(t.user_attrs["trial_id"])] for t in members],
+                    text=[str(t.user_attrs["trial_id"]) for t in members],
+                    mode="markers",
+                    name=status,
+                    marker={"color": STATUS_COLORS.get(status, OTHER_COLOR), "size": 9},
+                    hovertemplate=f"trial %{{text}} ({status})<br>%{{y:.4g}}<extra></extra>",
+                )
+            )
+    pick = min if mode == "min" else max
+    best: list[float] = []
+    numbers: list[int] = []
+    for t in trials:
+        value = values.get(str(t.user_attrs.get("trial_id")))
+        if (
+            value is not None
+            and math.isfinite(value)
+            and t.user_attrs.get("status") != STATUS_DIVERGED
+        ):
+            best.append(value if not best else pick(best[-1], value))
+            numbers.append(t.number)
+    if best:
+        figure.add_trace(
+            go.Scatter(
+                x=numbers,
+                y=best,
+                mode="lines",
+                line_shape="hv",
+                name="best so far",
+                line={"color": "#2ca02c"},
+                hovertemplate="best so far %{y:.4g}<extra></extra>",
+            )
+        )
+    rank_by = data.settings.get("rank_by", "best") if len(data.objectives) <= 1 else "point"
+    figure.update_layout(
+        title=f"Optimisation history: {metric} ({rank_by} value of each trial)",
+        xaxis_title="trial (in the order Tune created them)",
+        yaxis_title=metric,
+        legend={"title": {"text": "status"}},
+    )
+    return figure
+
+
+def importance_figure(views: list[View], default: int, metric: str) -> Figure:
+    """fANOVA's importances in each view (``optuna.visualization.plot_param_importances`` of
+    its study), one bar trace whose data the buttons switch; a view without importances shows
+    why."""
+    import plotly.graph_objects as go
     from optuna import visualization as vis
-    from optuna.trial import TrialState
 
-    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    def bars(view: View) -> tuple[dict[str, Any], dict[str, Any]]:
+        params, note = _importance_params(view.study)
+        restyle: dict[str, Any] = {"x": [[]], "y": [[]], "text": [[]], "hovertemplate": [[]]}
+        if params:
+            drawn = vis.plot_param_importances(
+                view.study, evaluator=_evaluator(), params=params, target_name=view.axis
+            )
+            (bar,) = drawn.data
+            restyle = {k: [list(bar[k])] for k in ("x", "y", "text", "hovertemplate")}
+        used = sum(v is not None and not b for v, b in zip(view.values, view.before, strict=True))
+        caption = f"fANOVA over the {used} trial(s) with a value" + (f"; {note}" if note else "")
+        layout = {
+            "title.text": f"Parameter importance: {view.axis}",
+            "annotations": [
+                {
+                    "text": caption,
+                    "showarrow": False,
+                    "x": 0,
+                    "xanchor": "left",
+                    "y": -0.12,
+                    "yanchor": "top",
+                    "xref": "paper",
+                    "yref": "paper",
+                }
+            ],
+        }
+        return restyle, layout
+
+    each = [bars(view) for view in views]
+    restyle, layout = each[default]
+    figure = go.Figure(
+        go.Bar(
+            x=restyle["x"][0],
+            y=restyle["y"][0],
+            text=restyle["text"][0],
+            hovertemplate=restyle["hovertemplate"][0],
+            textposition="outside",
+            cliponaxis=False,
+            orientation="h",
+        )
+    )
+    add_view_buttons(
+        figure,
+        views,
+        default,
+        lambda view: each[views.index(view)],
+        title=str(layout["title.text"]),
+        height=460,
+        top=100,
+    )
+    figure.update_layout(annotations=layout["annotations"])
+    return figure
+
+
+def sweep_figures(
+    data: SweepData,
+    *,
+    objective: str | None = None,
+    space: Space | None = None,
+    rung: int | str | None = None,
+) -> dict[str, Figure]:
+    """The views of a sweep, by title; every trial takes part, coloured by its status.
+
+    - ``optimization history``: each trial's ranked value (its best or last value, as the
+      sweep ranks; of a multi-objective sweep the objective's value at its point) in the
+      order Tune created them, and the best value so far.
+    - ``learning curves``: the objective at each reported step, one line per trial; dotted
+      lines at the rungs.
+    - ``parallel coordinates``: one line per trial through its status, its value in the view
+      and its params (log axes for log distributions; a ``none`` mark for a param of a branch
+      the trial did not take, and for a trial without a value).
+    - ``slice``: each param against the value in the view, one panel per param with the
+      trials that have it.
+    - ``parameter importance``: fANOVA (Optuna, seeded) over the trials with a value in the
+      view.
+
+    The last three can be read in each view of :func:`rung_study`: at each rung (the steps
+    where trials stopped), by best value so far, or by last value; plotly buttons above each
+    figure switch between them in the page. At a step, a trial that ended before it is drawn
+    at its last value, grey in the parallel coordinates and an open marker in the slice.
+
+    Args:
+        data: The sweep (`sweeplab.load_sweep`).
+        objective: The objective's name; ``None``: the sweep's metric (its first objective).
+        space: The sweep's search space (see :func:`sweep_study`).
+        rung: The view shown first (a step, ``"best"`` or ``"last"``); ``None``:
+            :func:`default_rung`, else the last value.
+
+    Raises:
+        ValueError: A bad ``rung`` or ``objective`` (see :func:`rung_study`).
+    """
+    _check_rung(rung)
+    name, mode = _objective(data, objective)
+    views, default = sweep_views(data, objective=name, space=space, rung=rung)
+    study = views[default].study
+    trials = study.get_trials(deepcopy=False)
     figures: dict[str, Figure] = {}
-    # An empty plot says nothing; a note says why it is empty.
-    if complete:
-        figures["optimization history"] = vis.plot_optimization_history(study, target_name=metric)
+    if not trials:
+        for title in ("optimization history", "learning curves", "parallel coordinates", "slice"):
+            figures[title] = _note_figure(title.capitalize(), "no trial")
+        figures["parameter importance"] = _note_figure("Parameter importance", "no trial")
+        return figures
+    figures["optimization history"] = optimization_history(data, study, name, mode)
+    if any(t.intermediate_values for t in trials):
+        figures["learning curves"] = learning_curves(views, name)
     else:
-        figures["optimization history"] = _note_figure(
-            "Optimization History Plot", "no finished trial"
-        )
-    if any(t.intermediate_values for t in study.get_trials(deepcopy=False)):
-        figures["learning curves"] = vis.plot_intermediate_values(study)
-        figures["learning curves"].update_layout(yaxis_title=metric)
+        figures["learning curves"] = _note_figure("Learning curves", f"no {name} points recorded")
+    if any(t.params for t in trials):
+        figures["parallel coordinates"] = parallel_coordinates(views, default, mode)
+        figures["slice"] = slice_figure(views, default)
     else:
-        figures["learning curves"] = _note_figure(
-            "Intermediate Values Plot", f"no {metric} points recorded"
-        )
-    if any(t.params for t in complete):
-        figures["parallel coordinates"] = vis.plot_parallel_coordinate(study, target_name=metric)
-        figures["slice"] = vis.plot_slice(study, target_name=metric)
-    else:
-        empty = "no finished trial with params"
-        figures["parallel coordinates"] = _note_figure("Parallel Coordinate Plot", empty)
-        figures["slice"] = _note_figure("Slice Plot", empty)
-    params, note = _importance_params(study)
-    if params:
-        figures["parameter importance"] = vis.plot_param_importances(
-            study, evaluator=_evaluator(), params=params, target_name=metric
-        )
-    else:
-        figures["parameter importance"] = _note_figure(
-            "Hyperparameter Importances", note or "no importance computed"
-        )
+        figures["parallel coordinates"] = _note_figure("Parallel coordinates", "no params")
+        figures["slice"] = _note_figure("Slice", "no params")
+    figures["parameter importance"] = importance_figure(views, default, name)
     return figures

@@ -9,14 +9,13 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sweeplab.report._figures import parameter_importance, sweep_figures
+from sweeplab.report._figures import sweep_figures
 from sweeplab.report._pareto import pareto_figures
 from sweeplab.report._space import read_space
-from sweeplab.report._study import objective_study, sweep_study
+from sweeplab.report._study import sweep_study
 from sweeplab.report._table import ranked_table
 
 if TYPE_CHECKING:
-    import optuna
     import pandas as pd
     from plotly.graph_objects import Figure
 
@@ -142,29 +141,43 @@ _SECTIONS = [
         "learning-curves",
         "Learning curves",
         "learning curves",
-        "The metric at each reported step, one line per trial, stopped trials included"
-        " (Optuna's intermediate values).",
+        "The metric at each reported step, one line per trial, every trial coloured by its"
+        " status. Dotted lines: the rungs the views below can be read at.",
     ),
     (
         "parallel-coordinates",
         "Parallel coordinates",
         "parallel coordinates",
-        "Finished trials only. Log-scale params are drawn on log axes; a param of a branch"
-        " the trial did not take sits on the separate mark below its axis.",
+        "Every trial is a line through its status, its value and its params. The buttons read"
+        " the value at a rung (by default the highest step that enough trials reached), as"
+        " the best value so far or as the last value. At a rung, a trial that ended before it"
+        " is grey, at its last value. Log-scale params are on log axes; a param of a branch"
+        " the trial did not take, or a trial without a value, sits on the <i>none</i> mark"
+        " below its axis. Hover a line for its trial and values.",
     ),
     (
         "slice",
         "Slice",
         "slice",
-        "Each param against the metric, over the finished trials that have it.",
+        "Each param against the value of the view the buttons choose, over the trials that"
+        " have it, coloured by status. An open marker: a trial that ended before the rung, at"
+        " its last value.",
     ),
     (
         "optimization-history",
         "Optimisation history",
         "optimization history",
-        "The finished trials in the order Tune created them, and the best value so far.",
+        "Every trial in the order Tune created them, at the value the sweep ranks it by,"
+        " coloured by status, and the best value so far.",
     ),
-    ("importance", "Parameter importance", "parameter importance", ""),
+    (
+        "importance",
+        "Parameter importance",
+        "parameter importance",
+        "fANOVA (Optuna, seeded) over the trials with a value in the view the buttons choose:"
+        " at a rung, the trials that reached it. Conditional params are left out; the branch"
+        " choice carries their effect.",
+    ),
 ]
 
 
@@ -176,16 +189,17 @@ def _figure_section(anchor: str, heading: str, figure: Figure, caption: str, lev
 
 
 def _metric_sections(
-    study: optuna.Study, metric: str, *, suffix: str = "", level: int = 2
+    data: SweepData,
+    objective: str | None,
+    space: Space | None,
+    *,
+    suffix: str = "",
+    level: int = 2,
 ) -> list[str]:
-    """Optuna's views of one metric's study, one section each (anchors end in ``suffix``)."""
-    figures = sweep_figures(study, metric=metric)
-    note = parameter_importance(study).attrs.get("note")
-    importance_note = escape(note) if note else ""
+    """The views of one objective, one section each (anchors end in ``suffix``)."""
+    figures = sweep_figures(data, objective=objective, space=space)
     return [
-        _figure_section(
-            f"{anchor}{suffix}", heading, figures[key], caption or importance_note, level
-        )
+        _figure_section(f"{anchor}{suffix}", heading, figures[key], caption, level)
         for anchor, heading, key, caption in _SECTIONS
     ]
 
@@ -228,12 +242,11 @@ def render_report(
 
     ``space`` is the sweep's search space (see :func:`sweep_study`); ``None`` infers the
     distributions from the observed values. A multi-objective sweep gets its Pareto front(s),
-    its hypervolume against budget and Optuna's views of each objective instead (see
+    its hypervolume against budget and the views of each objective instead (see
     :func:`render_pareto_report`).
     """
     if len(data.objectives) > 1:
         return render_pareto_report(data, space=space, wall_time=wall_time)
-    study = sweep_study(data, space=space)
     table = ranked_table(data)
     sections = [
         _header(data, _facts(data, wall_time)),
@@ -241,7 +254,7 @@ def render_report(
         f"{_table(table, data.best.get('trial_id'))}"
         '<p class="note">Every trial with its status and every config param; an empty cell is a'
         " param of a conditional branch the trial did not take.</p></section>",
-        *_metric_sections(study, data.metric or "Objective Value"),
+        *_metric_sections(data, None, space),
         _config_section(data, "Best config"),
     ]
     return _document(escape(data.name), sections)
@@ -292,8 +305,9 @@ _HYPERVOLUME_CAPTION = (
     " sweep's hypervolume)."
 )
 _OBJECTIVE_NOTE = (
-    "Optuna's views of one objective: a trial with a point (its last report that held every"
-    " objective) counts as finished, with that point's value; infeasible trials are grey."
+    "The views of one objective, every trial coloured by its status. The optimisation history"
+    " shows each trial's value at its point (its last report that held every objective); the"
+    " other views read the objective's reported values at a rung, or by best or last value."
 )
 
 
@@ -304,8 +318,8 @@ def render_pareto_report(
 
     The header (objectives, constraints, hypervolume and the pick), the ranked table with each
     trial's front and objective values, the Pareto front of each pair of objectives and the
-    hypervolume against budget (:func:`pareto_figures`), Optuna's views of each objective
-    (:func:`objective_study`), and the picked config.
+    hypervolume against budget (:func:`pareto_figures`), the views of each objective
+    (:func:`sweep_figures`), and the picked config.
     """
     study = sweep_study(data, space=space)
     figures = pareto_figures(data, study=study)
@@ -341,8 +355,7 @@ def render_pareto_report(
             f"<h2>Objective {escape(objective.name)} ({objective.mode})</h2>"
             f'<p class="note">{_OBJECTIVE_NOTE}</p>'
         )
-        study_of = objective_study(data, objective.name, space=space)
-        sections += _metric_sections(study_of, objective.name, suffix=f"-{index}", level=3)
+        sections += _metric_sections(data, objective.name, space, suffix=f"-{index}", level=3)
         sections.append("</section>")
     sections.append(_config_section(data, "Picked config"))
     return _document(escape(data.name), sections)
@@ -353,9 +366,10 @@ def write_report(sweep_name: str, out_path: str | Path, *, tracking_uri: str | N
 
     The file is self-contained and works offline (inline CSS, plotly.js inlined once, each
     figure a plotly div): a header (sweep name, searcher, scheduler, trials by status, best
-    metric, wall time of the parent run), the ranked trial table, and Optuna's views of the
-    sweep's study (:func:`sweep_study`): learning curves, parallel coordinates, slice,
-    optimisation history, parameter importance; then the best config. A multi-objective sweep
+    metric, wall time of the parent run), the ranked trial table, and the views of every trial
+    (:func:`sweep_figures`): learning curves, parallel coordinates, slice, optimisation history,
+    parameter importance, the last three switchable between rungs inside the page; then the
+    best config. A multi-objective sweep
     gets its objectives, constraints, hypervolume and pick in the header, each trial's front and
     objective values in the table, the Pareto front of each pair of objectives, the hypervolume
     against budget, these views for each objective, and the picked config.

@@ -94,7 +94,7 @@ def _curves(data: SweepData, metric: str) -> dict[str, dict[int, float]]:
         return curves
     points = data.history[data.history["metric"] == metric]
     for point in points.itertuples():
-        if not math.isnan(point.value):
+        if math.isfinite(point.value):
             curves.setdefault(str(point.trial_id), {}).setdefault(
                 int(point.step), float(point.value)
             )
@@ -143,6 +143,15 @@ def _build(
             )
         )
     return study
+
+
+def _objective(data: SweepData, objective: str | None) -> tuple[str, str]:
+    """The objective's name and mode (``None``: the sweep's metric, or its first objective)."""
+    names = {o.name: o.mode for o in data.objectives} or {data.metric: data.mode}
+    name = next(iter(names)) if objective is None else objective
+    if name not in names:
+        raise ValueError(f"`objective` must be one of {list(names)}, but got {objective=!r}.")
+    return name, names[name]
 
 
 def _direction(mode: str) -> str:
@@ -255,14 +264,10 @@ def objective_study(
     Raises:
         ValueError: ``objective`` is not one of the sweep's objectives.
     """
-    names = [o.name for o in data.objectives] or [data.metric]
-    name = names[0] if objective is None else objective
-    if name not in names:
-        raise ValueError(f"`objective` must be one of {names}, but got {objective=!r}.")
+    name, mode = _objective(data, objective)
     if not _multi_objective(data):
         return sweep_study(data, space=space)
     records = _records(data)
-    (chosen,) = [o for o in data.objectives if o.name == name]
     curves = _curves(data, name)
 
     def trial_of(trial_id: str, status: str) -> tuple[str, list[float] | None, dict[str, Any]]:
@@ -279,7 +284,7 @@ def objective_study(
             extra["constraints"] = _constraint_values(data, values)
         return state, [float(values[name])], extra
 
-    return _build(data, space, [_direction(chosen.mode)], trial_of)
+    return _build(data, space, [_direction(mode)], trial_of)
 
 
 def _missing(value: Any) -> bool:

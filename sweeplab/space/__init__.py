@@ -7,10 +7,11 @@ A space is a nested mapping of parameter names to primitives, constants or neste
     space = Space({
         "lr": loguniform(1e-4, 1e-1),
         "layers": randint(1, 4),  # 1, 2, 3 or 4: both bounds inclusive
+        "batch": randint(16, 512, log=True),  # uniform in log space
         "optimizer": choice({"sgd": {"momentum": uniform(0, 0.99)}, "adam": {}}),
     })
     space.sample(seed=0)
-    # [{"lr": ..., "layers": 3, "optimizer": {"name": "sgd", "momentum": 0.42}}]
+    # [{"lr": ..., "layers": 3, "batch": 71, "optimizer": {"name": "sgd", "momentum": 0.42}}]
 
 Every range includes both bounds. In YAML/JSON a primitive is a one-key mapping whose key is the
 primitive's name (``lr: {loguniform: [1.0e-4, 1.0e-1]}``); those names are reserved in that
@@ -22,7 +23,7 @@ from sweeplab.space._adapt import ConfigChange, adapt_config
 from sweeplab.space._decode import decode_config
 from sweeplab.space._hyperopt import compile_to_hyperopt, encode_for_hyperopt
 from sweeplab.space._optuna import compile_to_optuna, encode_for_optuna, optuna_distribution
-from sweeplab.space._optuna_searcher import OptunaSearcher
+from sweeplab.space._optuna_searcher import OptunaSearcher, rung_min_points
 from sweeplab.space._pbt import pbt_explore_fn, pbt_mutations
 from sweeplab.space._primitives import (
     Choice,
@@ -71,5 +72,6 @@ __all__ = [
     "qloguniform",
     "quniform",
     "randint",
+    "rung_min_points",
     "uniform",
 ]

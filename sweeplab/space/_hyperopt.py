@@ -12,6 +12,7 @@ from sweeplab.space._primitives import (
     FloatRange,
     IntRange,
     _multiple_indices,
+    is_log_int,
     multiple,
     thaw,
 )
@@ -23,9 +24,13 @@ __all__ = ["compile_to_hyperopt", "encode_for_hyperopt"]
 
 def _range(label: str, param: FloatRange | IntRange) -> Any:
     from hyperopt import hp
+    from hyperopt.pyll import scope
 
     if param.low == param.high:
         return param.low  # HyperOpt rejects empty ranges; decode_config quantizes the constant.
+    if is_log_int(param):
+        # The floor of a log-uniform draw from [low, high + 1), as the random searcher draws.
+        return scope.int(hp.loguniform(label, math.log(param.low), math.log(param.high + 1)))
     log_low, log_high = (math.log(param.low), math.log(param.high)) if param.log else (0.0, 0.0)
     if param.q is None:
         if param.log:
@@ -94,7 +99,9 @@ def compile_to_hyperopt(space: Space | Mapping[str, Any]) -> dict[str, Any]:
     have the final shape (``{"name": "sgd", "momentum": ...}``). HyperOpt returns quantized
     values as floats and may round ``qloguniform`` one step out of range; :func:`decode_config`
     snaps them back, so always decode what HyperOpt suggests. ``randint`` is compiled as a
-    ``quniform`` over ``[low - 0.5, high + 0.5]`` so both bounds are reachable.
+    ``quniform`` over ``[low - 0.5, high + 0.5]`` so both bounds are reachable;
+    ``randint(low, high, log=True)`` as ``scope.int(hp.loguniform(...))`` over
+    ``[log(low), log(high + 1))``, the floor of a log-uniform draw.
     """
     return _Compile().walk(Space(space).params)
 

@@ -14,6 +14,7 @@ from sweeplab.space._primitives import (
     IntRange,
     Param,
     _multiple_indices,
+    is_log_int,
     multiple,
     thaw,
 )
@@ -32,9 +33,10 @@ _CATEGORICAL_TYPES = (type(None), bool, int, float, str)
 def optuna_distribution(param: Param) -> BaseDistribution:
     """The Optuna distribution that :func:`compile_to_optuna` suggests ``param`` from.
 
-    A range gives a ``FloatDistribution`` or ``IntDistribution`` (``log=True`` for log ranges;
-    ``quniform`` with ``step=q`` from the first multiple of ``q`` in range; ``qloguniform`` on a
-    log scale without a step, snapped by :func:`decode_config`); a choice gives a
+    A range gives a ``FloatDistribution`` or ``IntDistribution`` (``log=True`` for log ranges, so
+    ``randint(low, high, log=True)`` is ``IntDistribution(low, high, log=True)``; ``quniform``
+    with ``step=q`` from the first multiple of ``q`` in range; ``qloguniform`` on a log scale
+    without a step, snapped by :func:`decode_config`); a choice gives a
     ``CategoricalDistribution`` over its options (lists as their JSON text); a conditional
     choice gives one over its option names. Imports Optuna.
     """
@@ -50,9 +52,9 @@ def optuna_distribution(param: Param) -> BaseDistribution:
         return CategoricalDistribution(list(param.branches))
     if param.q is None:
         return FloatDistribution(param.low, param.high, log=param.log)
+    if is_log_int(param):
+        return IntDistribution(param.low, param.high, log=True)
     if param.log:
-        if isinstance(param, IntRange) and param.q == 1:
-            return IntDistribution(param.low, param.high, log=True)
         # Optuna has no log scale with a step: suggest on a log scale and let decode_config
         # snap the value to the nearest multiple of q.
         return FloatDistribution(param.low, param.high, log=True)
@@ -138,7 +140,8 @@ def compile_to_optuna(space: Space | Mapping[str, Any]) -> Callable[[Any], dict[
 
     Log ranges use ``log=True``; ``quniform`` uses ``step=q`` starting at the first multiple of
     ``q``; ``qloguniform`` is suggested on a log scale and snapped by ``decode_config``;
-    ``randint`` uses ``suggest_int`` (inclusive); choices of lists are suggested as JSON text.
+    ``randint`` uses ``suggest_int`` (inclusive; ``log=True`` for a log ``randint``); choices of
+    lists are suggested as JSON text.
     """
     return _DefineByRun(Space(space))
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from sweeplab.pareto import Constraint, Objective
     from sweeplab.space._space import Space
 
-__all__ = ["AGGREGATES", "SAMPLERS", "VIEWS", "OptunaSearcher", "startup_trials"]
+__all__ = ["AGGREGATES", "SAMPLERS", "VIEWS", "OptunaSearcher", "rung_min_points", "startup_trials"]
 
 SAMPLERS = ("tpe", "gp", "nsga2")
 VIEWS = ("pruned", "bohb")
@@ -43,6 +43,15 @@ def startup_trials(num_trials: int) -> int:
     Optuna's fixed 10 is a sixth of a 60-trial ASHA sweep and all of a 10-trial one.
     """
     return max(4, min(10, num_trials // 10))
+
+
+def rung_min_points(num_trials: int, dimensions: int) -> int:
+    """The rung rule's default ``min_points``: ended trials that must have reported a step
+    before it is modelled (the start-up trials, and one more than the space has parameters).
+
+    The report reads a sweep at the same rung by default.
+    """
+    return max(startup_trials(num_trials), dimensions + 1)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Search-space primitives: small immutable, validated parameter declarations.
 
 All ranges include both bounds. Quantized ranges hold the multiples of ``q`` (``k * q`` for whole
-``k``) that lie in ``[low, high]``; a range with no such multiple is rejected.
+``k``) that lie in ``[low, high]``; a range with no such multiple is rejected. A log-scaled integer
+(``randint(low, high, log=True)``) is an ``IntRange(log=True)`` with ``q=1``.
 """
 
 from __future__ import annotations
@@ -62,9 +63,16 @@ def _parses_as_float(text: str) -> bool:
     return True
 
 
-def _check_log(low: float, high: float) -> None:
+def _check_log(low: float, high: float, *, integer: bool = False) -> None:
+    if integer and low < 1:
+        raise SpecError(f"`low >= 1` must hold for a log integer range, but got ({low=}, {high=}).")
     if low <= 0:
         raise SpecError(f"`low > 0` must hold for a log range, but got ({low=}, {high=}).")
+
+
+def _check_log_flag(log: Any) -> None:
+    if not isinstance(log, bool):
+        raise SpecError(f"`log` must be true or false, but got (log={log!r}).")
 
 
 def _check_q(q: Any) -> None:
@@ -113,6 +121,7 @@ class FloatRange:
         _check_bounds(self.low, self.high)
         object.__setattr__(self, "low", float(self.low))
         object.__setattr__(self, "high", float(self.high))
+        _check_log_flag(self.log)
         if self.log:
             _check_log(self.low, self.high)
         if self.q is not None:
@@ -127,7 +136,10 @@ class IntRange:
     Args:
         low: Lower bound (inclusive).
         high: Upper bound (inclusive), ``low <= high``.
-        log: Sample uniformly in log space (then round to a multiple of ``q``); needs ``low > 0``.
+        log: Sample uniformly in log space; needs ``low >= 1``. With ``q == 1`` (a log integer,
+            :func:`randint` with ``log=True``) each integer ``v`` is drawn with a weight of
+            ``log((v + 1) / v)``, as Ray Tune's ``lograndint(low, high + 1)`` draws; with a
+            larger ``q`` the draw is rounded to the nearest multiple of ``q``.
         q: Values are the multiples ``k * q`` (whole ``k``) in ``[low, high]``; 1 means any
             integer.
     """
@@ -146,8 +158,9 @@ class IntRange:
         _check_bounds(self.low, self.high)
         object.__setattr__(self, "low", int(self.low))
         object.__setattr__(self, "high", int(self.high))
+        _check_log_flag(self.log)
         if self.log:
-            _check_log(self.low, self.high)
+            _check_log(self.low, self.high, integer=True)
         if not _is_int(self.q) or self.q <= 0:
             raise SpecError(f"`q` must be an integer > 0, but got (q={self.q!r}).")
         object.__setattr__(self, "q", int(self.q))
@@ -319,9 +332,17 @@ def qloguniform(low: float, high: float, q: float) -> FloatRange | IntRange:
     return _quantized(low, high, q, log=True)
 
 
-def randint(low: int, high: int) -> IntRange:
-    """An integer drawn uniformly from ``[low, high]`` — BOTH bounds inclusive (unlike Ray)."""
-    return IntRange(low, high)
+def randint(low: int, high: int, *, log: bool = False) -> IntRange:
+    """An integer from ``[low, high]`` — BOTH bounds inclusive (unlike Ray's ``randint``).
+
+    Args:
+        low: Lower bound (inclusive); ``low >= 1`` with ``log``.
+        high: Upper bound (inclusive), ``low <= high``.
+        log: Draw uniformly in log space (batch sizes, widths): each integer ``v`` has a weight
+            of ``log((v + 1) / v)``, so ``[1, 2)``, ``[2, 4)``, ``[4, 8)``, ... are equally
+            likely. Without it every integer is equally likely.
+    """
+    return IntRange(low, high, log=log)
 
 
 def choice(options: Sequence[Any] | Mapping[str, Mapping[str, Any]]) -> Choice | Conditional:
@@ -371,8 +392,17 @@ def _kth(k: int, rng: FloatRange | IntRange) -> float | int:
     return int(value) if isinstance(rng, IntRange) else float(value)
 
 
+def is_log_int(param: object) -> bool:
+    """Whether ``param`` is a log integer range: ``randint(low, high, log=True)``."""
+    return isinstance(param, IntRange) and param.log and param.q == 1
+
+
 def sample_range(rng: FloatRange | IntRange, gen: random.Random) -> float | int:
     """Draws one value of a range."""
+    if is_log_int(rng):
+        # Ray's lograndint: floor of a log-uniform draw from [low, high + 1).
+        drawn = math.floor(math.exp(gen.uniform(math.log(rng.low), math.log(rng.high + 1))))
+        return int(min(max(drawn, rng.low), rng.high))
     if rng.log:
         value = math.exp(gen.uniform(math.log(rng.low), math.log(rng.high)))
         value = min(max(value, rng.low), rng.high)
@@ -406,8 +436,8 @@ def check_range_value(rng: FloatRange | IntRange, value: Any) -> None:
 def describe_param(param: Param) -> str:
     """A one-line human description, e.g. ``"loguniform [0.0001, 0.1]"``."""
     if isinstance(param, (FloatRange, IntRange)):
-        if isinstance(param, IntRange) and param.q == 1 and not param.log:
-            return f"randint [{param.low}, {param.high}]"
+        if isinstance(param, IntRange) and param.q == 1:
+            return f"randint [{param.low}, {param.high}]" + (" log" if param.log else "")
         kind = "loguniform" if param.log else "uniform"
         if param.q is None:
             return f"{kind} [{param.low}, {param.high}]"

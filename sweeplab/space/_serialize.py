@@ -5,6 +5,7 @@ A parameter is a mapping with exactly one key that names the primitive::
     lr: {loguniform: [1.0e-4, 1.0e-1]}
     batch_size: {choice: [16, 32, 64]}
     optimizer: {choice: {sgd: {momentum: {uniform: [0.0, 0.99]}}, adam: {}}}
+    width: {randint: {low: 16, high: 512, log: true}}
 
 The tag names (``uniform``, ``loguniform``, ``quniform``, ``qloguniform``, ``randint``,
 ``choice``, ``grid``) are reserved in that position: a one-key mapping whose key is a tag is always
@@ -51,6 +52,8 @@ _RANGE_BUILDERS: dict[str, Any] = {
     "qloguniform": qloguniform,
     "randint": randint,
 }
+# Optional keyword arguments, taken in a tag's mapping form only.
+_RANGE_FLAGS: dict[str, tuple[str, ...]] = {"randint": ("log",)}
 TAGS = frozenset([*_RANGE_ARGS, "choice", "grid"])
 
 
@@ -64,7 +67,9 @@ class _ToDict(SpaceWalk):
 
     def range(self, param: FloatRange | IntRange, path: str, value: Any) -> Any:
         if isinstance(param, IntRange):
-            if param.q == 1 and not param.log:
+            if param.q == 1 and param.log:
+                return {"randint": {"low": param.low, "high": param.high, "log": True}}
+            if param.q == 1:
                 return {"randint": [param.low, param.high]}
             return {"qloguniform" if param.log else "quniform": [param.low, param.high, param.q]}
         kind = "loguniform" if param.log else "uniform"
@@ -87,15 +92,19 @@ def space_to_dict(space: Any) -> dict[str, Any]:
     return _ToDict().walk(space.params)
 
 
-def _range_args(tag: str, args: Any, where: str) -> list[Any]:
-    names = _RANGE_ARGS[tag]
+def _range_args(tag: str, args: Any, where: str) -> tuple[list[Any], dict[str, Any]]:
+    """The positional and keyword arguments of a range tag's builder."""
+    names, flags = _RANGE_ARGS[tag], _RANGE_FLAGS.get(tag, ())
     if isinstance(args, Mapping):
-        if set(args) != set(names):
-            raise SpecError(f"{where}: {tag} takes the keys {list(names)}, but got {list(args)}.")
-        return [args[name] for name in names]
+        if not set(names) <= set(args) <= {*names, *flags}:
+            optional = f" (and optionally {list(flags)})" if flags else ""
+            raise SpecError(
+                f"{where}: {tag} takes the keys {list(names)}{optional}, but got {list(args)}."
+            )
+        return [args[name] for name in names], {k: args[k] for k in flags if k in args}
     if not isinstance(args, (list, tuple)) or len(args) != len(names):
         raise SpecError(f"{where}: {tag} takes a list {list(names)}, but got {args!r}.")
-    return list(args)
+    return list(args), {}
 
 
 def _param_from_dict(value: Any, where: str) -> Any:
@@ -106,7 +115,8 @@ def _param_from_dict(value: Any, where: str) -> Any:
     ((tag, args),) = value.items()
     try:
         if tag in _RANGE_ARGS:
-            return _RANGE_BUILDERS[tag](*_range_args(tag, args, where))
+            positional, keywords = _range_args(tag, args, where)
+            return _RANGE_BUILDERS[tag](*positional, **keywords)
         if tag == "choice" and isinstance(args, Mapping):
             branches = {}
             for option, branch in args.items():

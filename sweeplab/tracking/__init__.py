@@ -20,6 +20,7 @@ from sweeplab.tracking._ranking import (
 
 if TYPE_CHECKING:
     from sweeplab.tracking._bench import benchmark_logging
+    from sweeplab.tracking._executions import SweepExecution, sweep_executions
     from sweeplab.tracking._read import (
         RankedConfig,
         SweepData,
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RankedConfig",
     "SweepData",
+    "SweepExecution",
     "SweepRanking",
     "SweepSummary",
     "SweepTracker",
@@ -62,6 +64,7 @@ __all__ = [
     "rank_tune_results",
     "ranked_configs",
     "resolve_tracking_uri",
+    "sweep_executions",
     "tracking_client",
 ]
 
@@ -83,6 +86,8 @@ _LAZY = {
     "latest_sweep_run": "sweeplab.tracking._read",
     "resolve_tracking_uri": "sweeplab.tracking._read",
     "tracking_client": "sweeplab.tracking._read",
+    "SweepExecution": "sweeplab.tracking._executions",
+    "sweep_executions": "sweeplab.tracking._executions",
 }
 
 

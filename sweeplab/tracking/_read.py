@@ -33,7 +33,7 @@ class UnknownSweepError(SweeplabError, LookupError):
 
 @dataclass
 class SweepData:
-    """One sweep as recorded in MLflow (its latest execution).
+    """One execution of a sweep as recorded in MLflow (by default its latest).
 
     Attributes:
         trials: One row per trial: ``trial_id, run_id, status, rank, best, last, iterations,
@@ -96,6 +96,27 @@ def latest_sweep_run(client: Any, name: str, uri: str) -> Any:
             "(`sweeplab ls` lists the recorded sweeps)."
         )
     return runs[0]
+
+
+def sweep_run(client: Any, name: str, uri: str, run_id: str) -> Any:
+    """The parent run ``run_id`` of the sweep `name`; `UnknownSweepError` if it is none."""
+    from mlflow.exceptions import MlflowException
+
+    experiment = client.get_experiment_by_name(name)
+    try:
+        run = client.get_run(run_id)
+    except MlflowException:
+        run = None
+    if (
+        experiment is None
+        or run is None
+        or run.info.experiment_id != experiment.experiment_id
+        or run.data.tags.get(ROLE_TAG) != ROLE_SWEEP
+    ):
+        raise UnknownSweepError(
+            f"No run {run_id!r} of a sweep named {name!r} in the tracking store {uri!r}."
+        )
+    return run
 
 
 def _children(client: Any, parent: Any) -> list[Any]:
@@ -182,12 +203,18 @@ def best_trial(name: str, tracking_uri: str | None = None) -> dict[str, Any]:
     return best
 
 
-def load_sweep(name: str, tracking_uri: str | None = None) -> SweepData:
-    """Loads a sweep's latest execution: trials, learning curves and the best trial."""
+def load_sweep(
+    name: str, tracking_uri: str | None = None, *, run_id: str | None = None
+) -> SweepData:
+    """Loads a sweep's latest execution (or its parent run ``run_id``): trials, learning curves
+    and the best trial."""
     import pandas as pd
 
     client, uri = tracking_client(tracking_uri)
-    parent = latest_sweep_run(client, name, uri)
+    if run_id is None:
+        parent = latest_sweep_run(client, name, uri)
+    else:
+        parent = sweep_run(client, name, uri, run_id)
     settings = dict(parent.data.params)
     metric, mode = settings.get("metric", ""), settings.get("mode", "min")
     rows, points, histories = [], [], []

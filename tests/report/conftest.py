@@ -66,9 +66,10 @@ def dump_dom(url: str, profile: Path, *, budget_ms: int = 15_000, extra: Sequenc
     return result.stdout
 
 
-def _render(html: Path, png: Path, *, size: str = "1280,2400") -> Rendered:
-    """Renders a local HTML file in headless Chromium with the network off: a PNG screenshot,
-    the console log and the rendered DOM."""
+def _render(html: Path, png: Path, *, size: str = "1280,2400", anchor: str = "") -> Rendered:
+    """Renders a local HTML file in headless Chromium with the network off: a PNG screenshot
+    (from the element ``anchor`` names, if any), the console log and the rendered DOM."""
+    url = html.resolve().as_uri() + (f"#{anchor}" if anchor else "")
     result = subprocess.run(
         [
             _chromium(),
@@ -78,7 +79,7 @@ def _render(html: Path, png: Path, *, size: str = "1280,2400") -> Rendered:
             f"--screenshot={png}",
             f"--log-net-log={png.parent / 'net-log.json'}",
             f"--window-size={size}",
-            html.resolve().as_uri(),
+            url,
         ],
         capture_output=True,
         text=True,
@@ -88,7 +89,7 @@ def _render(html: Path, png: Path, *, size: str = "1280,2400") -> Rendered:
     console = [
         line for line in result.stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line
     ]
-    dom = dump_dom(html.resolve().as_uri(), png.parent / "chromium-profile", extra=[*NETWORK_OFF])
+    dom = dump_dom(url, png.parent / "chromium-profile", extra=[*NETWORK_OFF])
     return Rendered(png, console, dom, _page_requests(png.parent / "net-log.json"))
 
 
@@ -112,7 +113,10 @@ def _pixel_std(png: Path) -> float:
 def _fake_sweep(
     rows: list[dict[str, Any]], *, mode: str = "min", rank_by: str = "best", name: str = "fake"
 ) -> Any:
-    """A SweepData as load_sweep returns it: params as strings, a 3-step curve per trial."""
+    """A SweepData as load_sweep returns it: params as strings, a curve per trial.
+
+    A row's curve is ``value + 1 / step`` at steps 1 to ``row["steps"]`` (3 by default).
+    """
     import pandas as pd
 
     from sweeplab.tracking import SweepData
@@ -121,6 +125,7 @@ def _fake_sweep(
     for rank, row in enumerate(rows, start=1):
         trial_id = f"t{rank:02d}"
         value = row["value"]
+        steps = row.get("steps", 3)
         trials.append(
             {
                 "trial_id": trial_id,
@@ -129,12 +134,12 @@ def _fake_sweep(
                 "rank": rank,
                 "best": value,
                 "last": value,
-                "iterations": 3,
+                "iterations": steps,
                 "restarts": 0,
                 **{f"config.{k}": str(v) for k, v in row["config"].items()},
             }
         )
-        for step in (1, 2, 3):
+        for step in range(1, steps + 1):
             points.append(
                 {
                     "trial_id": trial_id,
@@ -163,9 +168,34 @@ def _fake_sweep(
     )
 
 
+# An ASHA-like sweep (grace period 1, reduction factor 3, 9 iterations): trial i's loss at step
+# s is x + 1 / s; 2 trials finished, 3 stopped at rung 3 and 7 at rung 1 (one of them diverged).
+ASHA_STEPS = [9, 9, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1]
+
+
+def _asha_rows() -> list[dict[str, Any]]:
+    rows = []
+    for i, steps in enumerate(ASHA_STEPS):
+        config: dict[str, Any] = {"x": round(0.05 + 0.08 * i, 2), "lr": 10 ** -(1 + (i % 4) / 2)}
+        config["optimizer.name"] = "sgd" if i % 2 else "adam"
+        if i % 2:
+            config["optimizer.momentum"] = round(0.1 * i, 2)
+        status = "finished" if steps == 9 else "stopped_early"
+        rows.append({"value": config["x"], "steps": steps, "status": status, "config": config})
+    rows[6]["status"] = "diverged"
+    return rows
+
+
+@pytest.fixture
+def asha_sweep() -> Any:
+    """The SweepData of `ASHA_STEPS` (a hand-made `_fake_sweep`, no Ray, no MLflow)."""
+    return _fake_sweep(_asha_rows())
+
+
 @pytest.fixture
 def render() -> Any:
-    """``render(html, png, size=...) -> Rendered``: headless Chromium (see `_render`)."""
+    """``render(html, png, size=..., anchor=...) -> Rendered``: headless Chromium (see
+    `_render`)."""
     return _render
 
 
@@ -182,6 +212,7 @@ def fake_sweep() -> Any:
 
 
 ROOT = Path(__file__).resolve().parents[2]
+RECORDED_TRIALS = 10
 SPACE = (
     '{"x": uniform(0, 1), "opt": choice({"sgd": {"lr": loguniform(1e-3, 1e-1)}, '
     '"adam": {"beta": uniform(0.8, 0.99)}})}'
@@ -194,12 +225,14 @@ class RecordedSweep:
     folder: Path
     tracking_uri: str
     best_trial_id: str
+    num_trials: int
 
 
 @pytest.fixture(scope="session")
 def recorded(ray_local: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RecordedSweep]:
-    """Four one-worker trials of the toy spec, a conditional space, Optuna + ASHA; shared by
-    the report, notebook and UI tests."""
+    """Ten one-worker trials of the toy spec, a conditional space, Optuna + ASHA (12
+    iterations: rungs at 1, 3 and 9, so most trials stop early), one at a time so that ASHA's
+    decisions do not depend on timing; shared by the report, notebook and UI tests."""
     sys.path.insert(0, str(ROOT / "tests" / "engine"))
     try:
         from toy_spec import write_spec
@@ -212,10 +245,11 @@ def recorded(ray_local: None, tmp_path_factory: pytest.TempPathFactory) -> Itera
     spec = write_spec(
         folder,
         f'name="report-toy", space={SPACE}, metric="loss", mode="min", searcher="optuna", '
-        'scheduler="asha", max_iterations=3, num_trials=4, seed=1',
-        epochs=3,
+        f'scheduler="asha", max_iterations=12, num_trials={RECORDED_TRIALS}, '
+        "max_concurrent_trials=1, seed=1",
+        epochs=12,
         sleep=0.01,
-        checkpoint_every=3,
+        checkpoint_every=6,
     )
     uri = f"sqlite:///{folder / 'mlflow.db'}"
     run_sweep(
@@ -223,7 +257,7 @@ def recorded(ray_local: None, tmp_path_factory: pytest.TempPathFactory) -> Itera
         SweepOptions(spec_path=spec, storage=folder / "runs", tracking_uri=uri, live=False),
     )
     best = sweeplab.best_trial("report-toy", tracking_uri=uri)
-    yield RecordedSweep("report-toy", folder, uri, best["trial_id"])
+    yield RecordedSweep("report-toy", folder, uri, best["trial_id"], RECORDED_TRIALS)
 
 
 @pytest.fixture

@@ -32,6 +32,8 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "qloguniform-float": {"x": qloguniform(0.5, 100.0, 0.5)},
     "qloguniform-int": {"x": qloguniform(8, 1024, 8)},
     "randint": {"n": randint(-3, 3)},
+    "randint-log": {"batch": randint(16, 512, log=True)},
+    "randint-log-point": {"batch": randint(1, 1, log=True)},
     "choice-scalars": {"c": choice([None, True, 3, 2.5, "relu"])},
     "choice-lists": {"h": choice([[64, 64], [128], []])},
     "grid": {"g": grid([1, 2, 3]), "h": grid(["a", "b"])},

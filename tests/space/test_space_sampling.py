@@ -63,6 +63,11 @@ ranges = st.one_of(
         lambda lo, w: _build(randint, lo, lo + w), st.integers(-1000, 1000), st.integers(0, 50)
     ),
     st.builds(
+        lambda lo, f: _build(lambda a, b: randint(a, b, log=True), lo, lo * f),
+        st.integers(1, 1000),
+        st.integers(1, 1000),
+    ),
+    st.builds(
         lambda lo, w, q: _build(quniform, lo, lo + w, q),
         st.integers(-100, 100),
         st.integers(0, 500),

@@ -1,0 +1,188 @@
+"""The sweep's stall watchdog: says what a silent sweep waits for, and can fail it.
+
+A sweep is silent when no trial has reported, started or ended for a while. The limit is
+``--stall-timeout`` when given; by default it adapts to the sweep: three times the longest
+silence seen so far between two such events (a first epoch's start-up included), and never
+under two minutes. When the limit passes, the watchdog prints one line naming the trials it
+waits for and the resources Ray cannot give, writes the details (every live trial, pending
+placement groups, actors not yet alive, free and total resources) to ``stall.txt`` in the run
+folder and to ``ray.log``, and with ``--fail-on-stall`` ends the sweep with `SweepStalled`.
+
+It is a Tune callback: Tune's control loop calls it at every step (about ten a second, whether
+or not anything happens), so it needs no thread of its own.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ray.tune import Callback
+
+from sweeplab.engine._stall import StallClock, SweepStalled, describe_trials
+
+__all__ = ["StallWatchdog", "cluster_wait"]
+
+# Live trials named in the one line; the stall report lists all of them.
+_NAMED_TRIALS = 3
+
+
+def cluster_wait() -> tuple[list[str], str]:
+    """Ray's view of the wait (public state API): report lines, and a phrase for the one line."""
+    import ray
+
+    lines: list[str] = []
+    phrase: list[str] = []
+    try:
+        free, total = ray.available_resources(), ray.cluster_resources()
+        for name in ("CPU", "GPU"):
+            if total.get(name):
+                lines.append(f"{name}: {free.get(name, 0):g} free of {total[name]:g}")
+                phrase.append(f"{name} {free.get(name, 0):g}/{total[name]:g} free")
+    except Exception as exc:  # a lost cluster must not stop the report
+        lines.append(f"resources: unknown ({exc!r})")
+    try:
+        from ray.util.state import list_actors, list_placement_groups
+
+        groups = list_placement_groups(filters=[("state", "=", "PENDING")], timeout=5, detail=True)
+        for group in groups:
+            bundles = [b.get("unit_resources", {}) for b in (group.bundles or [])]
+            lines.append(f"pending placement group {group.placement_group_id}: bundles {bundles}")
+        if groups:
+            needed: dict[str, float] = {}
+            for group in groups:
+                for bundle in group.bundles or []:
+                    for key, value in (bundle.get("unit_resources") or {}).items():
+                        needed[key] = needed.get(key, 0.0) + float(value)
+            wants = ", ".join(
+                f"{k} {v:g}" for k, v in sorted(needed.items()) if k in ("CPU", "GPU")
+            )
+            phrase.append(f"{len(groups)} placement group(s) pending ({wants or 'no CPU/GPU'})")
+        actors = list_actors(filters=[("state", "!=", "DEAD")], timeout=5)
+        waiting = [a for a in actors if a.state != "ALIVE"]
+        for actor in actors:
+            lines.append(
+                f"actor {actor.class_name} {actor.name or ''} {actor.actor_id}: {actor.state}"
+            )
+        if waiting:
+            names = ", ".join(sorted({f"{a.class_name} ({a.state})" for a in waiting}))
+            phrase.append(f"actor(s) not started: {names}")
+    except Exception as exc:  # the state API needs the dashboard (`ray[default]`)
+        lines.append(f"placement groups and actors: unknown ({exc!r})")
+    return lines, "; ".join(phrase)
+
+
+class StallWatchdog(Callback):
+    """A Tune callback that watches the sweep's trial events for a stall.
+
+    Args:
+        clock: The decision: when a silence is a stall.
+        report_path: The stall report file (rewritten at each stall).
+        log_path: The sweep's log, to which each stall's details are appended.
+        say: Prints the one line (the CLI's console, above the live table).
+        fail: Whether a stall ends the sweep with `SweepStalled`.
+        now: The monotonic clock (tests give a fake one).
+        cluster: What the cluster waits for: lines for the report and a phrase for the line
+            (`cluster_wait`, from Ray's state API).
+    """
+
+    def __init__(
+        self,
+        clock: StallClock,
+        *,
+        report_path: Path,
+        log_path: Path | None = None,
+        say: Callable[[str], None] = print,
+        fail: bool = False,
+        now: Callable[[], float] = time.monotonic,
+        cluster: Callable[[], tuple[list[str], str]] = cluster_wait,
+    ) -> None:
+        self.clock = clock
+        self.report_path = report_path
+        self.log_path = log_path
+        self.say = say
+        self.fail = fail
+        self._now = now
+        self._cluster = cluster
+        self._last_report: dict[str, float] = {}
+        self.stalls: list[str] = []
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}  # Tune pickles its callbacks; a restored copy is inert (see SweepEvents)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        StallWatchdog.__init__(self, StallClock(), report_path=Path("stall.txt"), say=_mute)
+
+    def setup(self, **info: Any) -> None:
+        self.clock.restart(self._now())  # Tune starts: building the Tuner was no silence
+
+    def _activity(self) -> None:
+        self.clock.activity(self._now())
+
+    def on_trial_start(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        self._activity()
+
+    def on_trial_restore(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        self._activity()
+
+    def on_trial_result(
+        self, iteration: int, trials: list[Any], trial: Any, result: dict, **info: Any
+    ) -> None:
+        self._activity()
+        self._last_report[trial.trial_id] = self._now()
+
+    def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        self._activity()
+
+    def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        self._activity()
+
+    def on_step_begin(self, iteration: int, trials: list[Any], **info: Any) -> None:
+        now = self._now()
+        if not self.clock.stalled(now):
+            return
+        line = self.stall_line(trials, now)
+        self.stalls.append(line)
+        self.say(line)
+        if self.fail:
+            raise SweepStalled(line)
+
+    def stall_line(self, trials: list[Any], now: float) -> str:
+        """The one line of a stall; writes its details to the report and the log."""
+        silence, limit = self.clock.silence_s(now), self.clock.limit_s
+        phrases = describe_trials(trials, now, self._last_report)
+        named = "; ".join(phrases[:_NAMED_TRIALS]) or "no unfinished trial"
+        if len(phrases) > _NAMED_TRIALS:
+            named += f"; +{len(phrases) - _NAMED_TRIALS} more"
+        cluster, waits = self._cluster()
+        line = (
+            f"sweep stalled: no trial reported, started or ended for {silence:.0f}s "
+            f"(limit {limit:.0f}s); waiting for {named}"
+            + (f"; {waits}" if waits else "")
+            + f"; details in {self.report_path}"
+        )
+        stamp = dt.datetime.now().isoformat(timespec="seconds")
+        details = "\n".join(
+            [
+                f"{stamp} {line}",
+                "unfinished trials:",
+                *(f"  {p}" for p in phrases),
+                "cluster:",
+                *(f"  {c}" for c in cluster),
+            ]
+        )
+        try:
+            self.report_path.write_text(details + "\n")
+            if self.log_path is not None:
+                with self.log_path.open("a") as log:
+                    log.write(details + "\n")
+        except OSError:
+            pass  # the one line still says it
+        return line
+
+
+def _mute(line: str) -> None:
+    del line
