@@ -44,39 +44,23 @@ class TrialMode(enum.Enum):
 
     @property
     def reuses_trial_actors(self) -> bool:
-        """Whether Tune reuses trial actors (under a pausing scheduler: `reuses_actors_under`).
+        """Whether Tune reuses trial actors.
 
         Starting a trial actor costs about a second (a process, Ray's and the spec's imports);
         a reused one starts the next trial, or a paused trial's next segment, in milliseconds.
         A one-worker trial runs in its actor, and a slot's client holds no resources: both are
-        reused (in-process under every scheduler: `ResumeWhenStalled` resumes no more paused
-        trials than run at once, so a cached actor always has a trial to take it). A per-trial
-        group's driver is not reused: its group is aborted when the trial stops, which a reused
-        actor would skip.
+        reused under every scheduler (`ResumeWhenStalled` resumes no more paused trials than
+        run at once, so a cached actor always has a trial to take it; on slots a paused trial's
+        run ends at the pause, see `SlotHost.release`). A per-trial group's driver is not
+        reused: its group is aborted when the trial stops, which a reused actor would skip.
         """
         return self is not TrialMode.GROUP_PER_TRIAL
-
-    def reuses_actors_under(self, *, pausing: bool) -> bool:
-        """Whether Tune reuses trial actors under a scheduler that pauses trials or not.
-
-        On warm slots a pausing scheduler (HyperBand, PBT) gets new actors. Tune keeps a paused
-        trial's actor for the next trial that waits to be *placed*, and a slot's waiting
-        trials are all placed already (their clients hold no resources; they wait for a slot
-        inside their actors). So the kept actor was never handed on or stopped, its trial's
-        run went on holding the slot, and a PBT population larger than the slots waited for
-        it for ever. A stopped actor ends its slot run (`SweeplabTrial.cleanup`), which frees
-        the slot for the next trial.
-        """
-        if pausing and self is TrialMode.WARM_SLOT:
-            return False
-        return self.reuses_trial_actors
 
     @property
     def keeps_idle_actors(self) -> bool:
         """Whether pausing schedulers keep up to the concurrency of idle trial actors, not one.
 
-        Only in-process trials: an idle actor there holds its own CPU and nothing else. On
-        slots a pausing scheduler reuses no actor (see `reuses_actors_under`).
+        Only in-process trials: an idle actor there holds its own CPU and nothing else.
         """
         return self is TrialMode.IN_PROCESS
 

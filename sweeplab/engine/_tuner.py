@@ -57,6 +57,11 @@ def build_tuner(
         max_running=resolved.concurrency,
         keep_idle_actors=resolved.trial_mode.keeps_idle_actors,
     )
+    if trial_settings.slots and hasattr(scheduler, "set_pause_hook"):
+        from sweeplab.engine.slots import ReleasePausedTrial
+
+        # A paused trial's kept actor would hold its slot: the slot ends the trial's run.
+        scheduler.set_pause_hook(ReleasePausedTrial(trial_settings.slots))
     traits = scheduler_traits(sweep.scheduler, declared=sweep.scheduler_traits)
     search = build_search(sweep, warm_start)
     if warm_start is not None:
@@ -77,9 +82,7 @@ def build_tuner(
                 waiting_holds_nothing=resolved.trial_mode.waiting_holds_nothing,
             ),
             time_budget_s=resolved.time_budget_s,
-            reuse_actors=resolved.trial_mode.reuses_actors_under(
-                pausing=traits.pauses or traits.exploits
-            ),
+            reuse_actors=resolved.trial_mode.reuses_trial_actors,
         ),
         run_config=tune.RunConfig(
             name="tune",

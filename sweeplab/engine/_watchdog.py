@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Callable
+from math import inf
 from pathlib import Path
 from typing import Any
 
@@ -114,7 +115,8 @@ class StallWatchdog(Callback):
         return {}  # Tune pickles its callbacks; a restored copy is inert (see SweepEvents)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        StallWatchdog.__init__(self, StallClock(), report_path=Path("stall.txt"), say=_mute)
+        # Never stalls: a resumed sweep wires a fresh watchdog (`rewire_restored_tuner`).
+        StallWatchdog.__init__(self, StallClock(timeout_s=inf), report_path=Path(), say=_mute)
 
     def setup(self, **info: Any) -> None:
         self.clock.restart(self._now())  # Tune starts: building the Tuner was no silence

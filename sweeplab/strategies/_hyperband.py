@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from ray.tune.schedulers import HyperBandScheduler
+from ray.tune.schedulers import HyperBandScheduler, TrialScheduler
 
 from sweeplab.raycompat import keep_idle_trial_actors
 
@@ -35,8 +36,8 @@ class ResumeWhenStalled:
     one: when two trials pause before either's actor is taken (a PBT round's end, where the
     last trial is exploited), the second actor is kept for the next resume instead of stopped
     and started again. The engine asks for it where a trial runs in its actor (one worker, no
-    slot), whose idle actor holds its own CPU and nothing else; with slots, a 2-worker PBT
-    test hung with it, and a slot's client keeps Tune's one.
+    slot), whose idle actor holds its own CPU and nothing else. On slots a kept actor would
+    hold its trial's slot: the engine's pause hook (`set_pause_hook`) has the slot end the run.
     """
 
     def __init__(
@@ -45,6 +46,22 @@ class ResumeWhenStalled:
         super().__init__(**kwargs)
         self.max_running = max_running
         self.keep_idle_actors = keep_idle_actors
+        self.on_pause: Callable[[str], None] | None = None
+
+    def set_pause_hook(self, on_pause: Callable[[str], None] | None) -> None:
+        """Tells `on_pause(trial_id)` of each trial this scheduler pauses, when it decides so.
+
+        The engine frees a paused trial's warm slot so: Tune keeps the paused trial's actor
+        waiting in its report, which would go on holding the slot.
+        """
+        self.on_pause = on_pause
+
+    def told_of_pause(self, trial: Any, decision: str) -> str:
+        """`decision`, the final one for `trial`'s result; a pause is told to the hook."""
+        on_pause = getattr(self, "on_pause", None)  # a scheduler pickled before the hook
+        if decision == TrialScheduler.PAUSE and on_pause is not None:
+            on_pause(trial.trial_id)
+        return decision
 
     def choose_trial_to_run(self, tune_controller: Any) -> Any:
         if self.max_running is not None:
@@ -76,3 +93,7 @@ class HyperBand(ResumeWhenStalled, HyperBandScheduler):
     `tune_trial_limit`), so the brackets hold the trials that `hyperband_brackets` plans from
     ``num_trials``, not only those running at once.
     """
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> str:
+        decision = str(super().on_trial_result(tune_controller, trial, result))
+        return self.told_of_pause(trial, decision)

@@ -91,7 +91,7 @@ class LineagePBT(ResumeWhenStalled, pbt_with_exploit_hook()):  # type: ignore[mi
         decision = str(super().on_trial_result(tune_controller, trial, result))
         if decision == TrialScheduler.PAUSE and pbt_next_round(self) != round_before:
             return str(TrialScheduler.CONTINUE)  # this result completed the round
-        return decision
+        return self.told_of_pause(trial, decision)
 
     def after_exploit(self, trial: Any, donor: Any) -> None:
         self._pin_checkpoint(trial)

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 from sweeplab.engine.slots._client import run_in_slot, stop_current_run
 from sweeplab.engine.slots._host import SlotHost
-from sweeplab.engine.slots._pool import close_slots, slot_name, start_slots
+from sweeplab.engine.slots._pool import ReleasePausedTrial, close_slots, slot_name, start_slots
 from sweeplab.engine.slots._protocol import CONTINUE, LEAVE, Assignment
 
 __all__ = [
     "CONTINUE",
     "LEAVE",
     "Assignment",
+    "ReleasePausedTrial",
     "SlotHost",
     "close_slots",
     "run_in_slot",

@@ -205,6 +205,26 @@ class SlotHost:
                     run.awaiting = None
             self._cond.notify_all()
 
+    def release(self, trial_id: str) -> None:
+        """Ends `trial_id`'s run at the report it waits in: a scheduler paused the trial.
+
+        Tune keeps a paused trial's actor for reuse, blocked in that report, and a trial that
+        waits for a slot is placed already, so it never takes that actor: a run left going
+        held the slot for ever (a PBT population larger than the slots hung after one round).
+        The paused trial resumes from its checkpoint, on whichever slot is free then.
+        """
+        with self._cond:
+            if self._pending is not None and self._pending.trial_id == trial_id:
+                self._pending = None
+                self._owner = None
+            run = self._run
+            if run is not None and run.assignment.trial_id == trial_id:
+                run.stopped = True
+                if run.awaiting is not None:
+                    run.decisions[run.awaiting] = LEAVE
+                    run.awaiting = None
+            self._cond.notify_all()
+
     def _run_of(self, seq: int) -> _Run | None:
         if self._run is not None and self._run.assignment.seq == seq:
             return self._run
