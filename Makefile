@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check lint bench bench-search clean chromium
+.PHONY: demo test check lint bench bench-search clean chromium postgres
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,9 +36,15 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
+# The tracking tests start a throwaway PostgreSQL cluster (Debian's postgresql, whose initdb and
+# pg_ctl live in /usr/lib/postgresql/<version>/bin) behind a real `mlflow server`.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || { \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
+
 ## Lint, types and the whole test suite: the fast tests on two processes, then the end-to-end
 ## sweeps (one shared local Ray) on one.
-test: lint chromium
+test: lint chromium postgres
 	$(BIN)/python -m pytest -m "not slow" -n 2
 	$(BIN)/python -m pytest -m slow
 

@@ -369,7 +369,7 @@ class Sweep:
         if isinstance(self.searcher, str):
             return self.searcher
         if isinstance(self.searcher, OptunaSearcher):
-            return str(self.searcher)
+            return self.searcher.describe(metrics=len(self.objectives))
         return type(self.searcher).__name__
 
     @property

@@ -24,6 +24,7 @@ __all__ = [
     "BASELINE",
     "BEST_GRACE",
     "DEFAULT_ASHA",
+    "DEFAULT_SET",
     "OPTUNA_VARIANTS",
     "REFERENCES",
     "STRATEGIES",
@@ -151,22 +152,18 @@ _GRACE_STRATEGIES = [
 # OptunaSearcher settings to compare with the current default, by name. Fill from the options
 # `sweeplab.OptunaSearcher` has (sweeplab/space/_optuna_searcher.py).
 OPTUNA_VARIANTS: dict[str, dict[str, Any]] = {
-    # Each lever of issue 22 alone, then BOHB's pair (its rung view and a third random).
-    "optuna-bohb-view+asha": {"rung_view": "bohb"},
-    "optuna-random33+asha": {"random_fraction": 1 / 3},
+    # The previous default (a model of the rung that counts trials stopped below it as bad, no
+    # random share), then each lever of issue 22 on its own, then the default under other
+    # schedulers. `optuna+asha` is the default, OptunaSearcher(): BOHB's view and a third random.
+    "optuna-previous+asha": {"rung_view": "pruned", "random_fraction": 0.0},
+    "optuna-bohb-view+asha": {"random_fraction": 0.0},
+    "optuna-random33+asha": {"rung_view": "pruned", "random_fraction": 1 / 3},
     "optuna-rung-weighting+asha": {"rung_weighting": True},
     "optuna-last-value+asha": {"aggregate": "last"},
-    "optuna-bohb+asha": {"rung_view": "bohb", "random_fraction": 1 / 3},
     "optuna+asha-g3": {"grace": 3},
-    "optuna-bohb-view+asha-g3": {"rung_view": "bohb", "grace": 3},
-    "optuna-bohb+asha-g3": {"rung_view": "bohb", "random_fraction": 1 / 3, "grace": 3},
-    "optuna-rung-weighting+asha-g3": {"rung_weighting": True, "rung_view": "bohb", "grace": 3},
-    "optuna-bohb+adaptive-asha": {
-        "rung_view": "bohb",
-        "random_fraction": 1 / 3,
-        "scheduler": "adaptive-asha",
-    },
-    "optuna-bohb-view+adaptive-asha": {"rung_view": "bohb", "scheduler": "adaptive-asha"},
+    "optuna-bohb-view+asha-g3": {"random_fraction": 0.0, "grace": 3},
+    "optuna-rung-weighting+asha-g3": {"rung_weighting": True, "grace": 3},
+    "optuna+adaptive-asha": {"scheduler": "adaptive-asha"},
 }
 
 
@@ -231,3 +228,17 @@ STRATEGIES: dict[str, SimStrategy] = {
 }
 # Always run: the baseline, the reference of every check, and the grace search behind BEST_GRACE.
 REFERENCES = (BASELINE.name, DEFAULT_ASHA.name)
+# The benchmark run without --strategies: issue 22's baselines, the previous and the current
+# OptunaSearcher() and the candidate default. Every other strategy runs when named.
+DEFAULT_SET = (
+    "random+fifo",
+    "random+asha",
+    "random+asha-g3",
+    "random+asha-g9",
+    "random+adaptive-asha",
+    "topk",
+    "optuna-tpe+hyperband-pruner",
+    "optuna-previous+asha",
+    "optuna+asha",
+    "optuna+adaptive-asha",
+)

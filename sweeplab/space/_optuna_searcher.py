@@ -2,10 +2,10 @@
 
 :class:`OptunaSearcher` is the user-facing recipe: ``Sweep(searcher=OptunaSearcher(...))``, compiled
 against the sweep's own space, metric, mode, seed and trial count. ``searcher="optuna"`` is
-``OptunaSearcher()``. The defaults are what ``python -m benchmarks.search`` measured best
-(docs/search.md). The levers for curves whose early iterations mislead (``rung_view``,
-``random_fraction``, ``rung_weighting``, ``aggregate``) are off by default, each keeping the
-behaviour it refines, until the benchmark decides.
+``OptunaSearcher()``. The defaults are what the search benchmarks measured best
+(docs/search.md): BOHB's own recipe, a model of the highest rung that knows only the trials
+observed there (``rung_view="bohb"``) and a third of the trials drawn at random
+(``random_fraction``). The other levers (``rung_weighting``, ``aggregate``) are off.
 
 With several metrics (``Sweep(metric=[...], mode=[...])``) the sampler models the objectives
 together (Optuna's multi-objective TPE, GP or NSGA-II), and the sweep's constraints through
@@ -33,7 +33,10 @@ if TYPE_CHECKING:
 __all__ = ["AGGREGATES", "SAMPLERS", "VIEWS", "OptunaSearcher", "rung_min_points", "startup_trials"]
 
 SAMPLERS = ("tpe", "gp", "nsga2")
-VIEWS = ("pruned", "bohb")
+VIEWS = ("bohb", "pruned")
+DEFAULT_VIEW = "bohb"
+# BOHB's share of random configs (Falkner et al., 2018), the default with one metric.
+BOHB_RANDOM_FRACTION = 1 / 3
 AGGREGATES = ("rung", "last")
 
 
@@ -79,11 +82,13 @@ class OptunaSearcher:
         good_fraction: TPE only: the share of the observations it models as good (at most 25
             trials); None: Optuna's own 10 %.
         rung_view: Under the rung rule, what the model sees of a trial that stopped below the
-            chosen rung: ``"pruned"``, a PRUNED (bad) observation; ``"bohb"``, nothing, as in
-            BOHB, whose model of a rung knows only the trials observed at that rung.
+            chosen rung: ``"bohb"`` (default), nothing, as in BOHB, whose model of a rung knows
+            only the trials observed at that rung; ``"pruned"``, a PRUNED (bad) observation.
         random_fraction: The probability, ``0 <= random_fraction < 1``, that a trial's config
-            is drawn at random instead of from the model, as BOHB does (it uses 1/3). The draw
-            is fixed by the seed and the trial's number; the trial is recorded as any other.
+            is drawn at random instead of from the model, as BOHB does. The draw is fixed by the
+            seed and the trial's number; the trial is recorded as any other. None (default):
+            BOHB's 1/3 with one metric; 0 with several metrics and with NSGA-II (their samplers
+            were measured without it).
         rung_weighting: Under the rung rule, model every rung with enough observations instead
             of only the highest, as Hyper-Tune does: each rung is weighted by how well its
             ranking agrees with the highest rung's on the trials that reached both (Kendall's
@@ -104,8 +109,8 @@ class OptunaSearcher:
     startup_trials: int | None = None
     min_points: int | None = None
     good_fraction: float | None = None
-    rung_view: str = "pruned"
-    random_fraction: float = 0.0
+    rung_view: str = "bohb"
+    random_fraction: float | None = None
     rung_weighting: bool = False
     aggregate: str = "rung"
 
@@ -143,8 +148,9 @@ class OptunaSearcher:
                     f"but got {getattr(self, name)!r}."
                 )
         fraction = self.random_fraction
-        if isinstance(fraction, bool) or not (
-            isinstance(fraction, (int, float)) and 0 <= fraction < 1
+        if fraction is not None and (
+            isinstance(fraction, bool)
+            or not (isinstance(fraction, (int, float)) and 0 <= fraction < 1)
         ):
             raise SpecError(
                 f"OptunaSearcher.random_fraction must be a number with 0 <= random_fraction < 1, "
@@ -156,7 +162,7 @@ class OptunaSearcher:
                 f"but got {self.rung_weighting!r}."
             )
         refinements = {
-            "rung_view": self.rung_view != "pruned",
+            "rung_view": self.rung_view != DEFAULT_VIEW,
             "rung_weighting": self.rung_weighting,
             "aggregate": self.aggregate != "rung",
         }
@@ -175,6 +181,12 @@ class OptunaSearcher:
                         f"its default, but got {name}={getattr(self, name)!r}."
                     )
 
+    def share_random(self, metrics: int) -> float:
+        """The share of trials drawn at random in a sweep of that many metrics."""
+        if self.random_fraction is not None:
+            return float(self.random_fraction)
+        return BOHB_RANDOM_FRACTION if metrics == 1 and self.sampler != "nsga2" else 0.0
+
     def multi_objective_rule(self) -> str | None:
         """The rule these settings break with several metrics, or None if they can run them.
 
@@ -183,7 +195,7 @@ class OptunaSearcher:
         default: ``searcher="optuna"`` takes several metrics) and is then not applied.
         """
         levers = {
-            "rung_view": self.rung_view != "pruned",
+            "rung_view": self.rung_view != DEFAULT_VIEW,
             "rung_weighting": self.rung_weighting,
             "aggregate": self.aggregate != "rung",
             "min_points": self.min_points is not None,
@@ -209,13 +221,19 @@ class OptunaSearcher:
         return None
 
     def __str__(self) -> str:
-        rung = self.rung_rule and self.aggregate == "rung" and self.sampler != "nsga2"
+        return self.describe(metrics=1)
+
+    def describe(self, *, metrics: int) -> str:
+        """Its name with the settings that shape it, in a sweep of that many metrics."""
+        rung = (
+            self.rung_rule and self.aggregate == "rung" and self.sampler != "nsga2" and metrics == 1
+        )
         rule = ", rung rule" if rung else ""
         levers = [
-            "bohb view" if self.rung_view != "pruned" else "",
-            "rung weighting" if self.rung_weighting else "",
-            "last value" if self.aggregate == "last" else "",
-            f"{100 * self.random_fraction:.3g}% random" if self.random_fraction else "",
+            f"{self.rung_view} view" if rung else "",
+            "rung weighting" if self.rung_weighting and rung else "",
+            "last value" if self.aggregate == "last" and metrics == 1 else "",
+            f"{100 * fraction:.3g}% random" if (fraction := self.share_random(metrics)) else "",
         ]
         return f"optuna ({', '.join([self.sampler + rule, *filter(None, levers)])})"
 
@@ -330,10 +348,10 @@ class OptunaSearcher:
                 weighting=self.rung_weighting,
                 seed=seed,
             )
-        if self.random_fraction:
+        if fraction := self.share_random(max(1, len(objectives))):
             from sweeplab.space._random_interleave import RandomInterleavedSampler
 
-            sampler = RandomInterleavedSampler(sampler, self.random_fraction, seed=seed)
+            sampler = RandomInterleavedSampler(sampler, fraction, seed=seed)
         return sampler
 
 

@@ -131,7 +131,7 @@ class RungSampler(WrappedSampler):
         base: BaseSampler,
         min_points: int,
         *,
-        view: str = "pruned",
+        view: str = "bohb",
         aggregate: str = "rung",
         weighting: bool = False,
         seed: int | None = None,
@@ -142,7 +142,7 @@ class RungSampler(WrappedSampler):
             raise ValueError(f"view must be one of {list(VIEWS)}, but got {view!r}.")
         if aggregate not in AGGREGATES:
             raise ValueError(f"aggregate must be one of {list(AGGREGATES)}, but got {aggregate!r}.")
-        if aggregate == _LAST and (view != "pruned" or weighting):
+        if aggregate == _LAST and (view != "bohb" or weighting):
             raise ValueError(
                 f"aggregate='last' chooses no rung, so `view` and `weighting` must keep their "
                 f"defaults, but got ({view=}, {weighting=})."

@@ -25,7 +25,7 @@ WIDE = Space({f"p{i}": uniform(0, 1) for i in range(12)})
 @pytest.mark.parametrize("num_trials", [1, 4, 12, 60, 99, 250])
 def test_min_points_is_the_searchers(space: Space, num_trials: int) -> None:
     """The report's rule is the default `min_points` of the searcher's rung rule."""
-    sampler = OptunaSearcher().make_sampler(space, seed=0, num_trials=num_trials)
+    sampler = OptunaSearcher(random_fraction=0.0).make_sampler(space, seed=0, num_trials=num_trials)
     assert rung_min_points(num_trials, space.dimensions) == sampler.min_points
 
 
@@ -45,7 +45,7 @@ def test_default_rung_is_the_searchers_rung(fake_sweep: Any, stopped_at_3: int) 
     ]
     rows[2]["status"] = "diverged"  # reported step 3, but the searcher does not count it
     data = fake_sweep(rows)
-    sampler = OptunaSearcher().make_sampler(SPACE, seed=0, num_trials=len(rows))
+    sampler = OptunaSearcher(random_fraction=0.0).make_sampler(SPACE, seed=0, num_trials=len(rows))
     expected = sampler.rung(sweep_study(data, space=SPACE).trials)
     assert default_rung(data, space=SPACE) == expected
     assert expected == (3 if 2 + stopped_at_3 - 1 >= sampler.min_points else 1)

@@ -231,7 +231,7 @@ def test_random_and_grid_take_several_metrics_as_they_are(searcher: str, needs: 
 @pytest.mark.parametrize(
     ("searcher", "message"),
     [
-        (OptunaSearcher(rung_view="bohb"), r"`searcher` must keep .* rung_view='bohb'"),
+        (OptunaSearcher(rung_view="pruned"), r"`searcher` must keep .* rung_view='pruned'"),
         (OptunaSearcher(rung_weighting=True), r"`searcher` must keep .* rung_weighting=True"),
         (OptunaSearcher(aggregate="last"), r"`searcher` must keep .* aggregate='last'"),
         (OptunaSearcher(min_points=3), r"`searcher` must keep .* min_points=3"),
@@ -291,7 +291,8 @@ def test_hyperopt_and_constraints_need_what_they_need() -> None:
 
 def test_the_name_says_nsga2_without_a_rung_rule() -> None:
     assert str(OptunaSearcher(sampler="nsga2")) == "optuna (nsga2)"
-    assert str(OptunaSearcher()) == "optuna (tpe, rung rule)"
+    assert str(OptunaSearcher()) == "optuna (tpe, rung rule, bohb view, 33.3% random)"
+    assert OptunaSearcher().describe(metrics=2) == "optuna (tpe)"  # no rung rule, no random share
 
 
 def test_gp_with_several_metrics_needs_optuna_4_5(monkeypatch: pytest.MonkeyPatch) -> None:

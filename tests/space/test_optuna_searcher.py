@@ -55,7 +55,7 @@ def test_the_rung_is_the_highest_step_with_enough_observations() -> None:
 
 
 def test_the_view_compares_trials_at_the_rung() -> None:
-    sampler = RungSampler(optuna.samplers.RandomSampler(seed=0), min_points=2)
+    sampler = RungSampler(optuna.samplers.RandomSampler(seed=0), min_points=2, view="pruned")
     study = _study(sampler)
     _trial(study, 0.1, {1: 5.0}, complete=False)  # stopped below the rung
     _trial(study, 0.2, {1: 1.0, 3: 0.9}, complete=False)
@@ -117,15 +117,21 @@ def test_startup_trials_scale_with_the_sweep() -> None:
 
 def test_the_searcher_compiles_against_the_space_and_pickles() -> None:
     space = Space({"x": uniform(0, 1), "y": uniform(0, 1)})
-    sampler = OptunaSearcher().make_sampler(space, seed=3, num_trials=60)
+    sampler = OptunaSearcher(random_fraction=0.0).make_sampler(space, seed=3, num_trials=60)
     assert isinstance(sampler, RungSampler)
     assert sampler.min_points == 6  # 6 start-up trials, more than 2 parameters + 1
     assert isinstance(sampler.base, optuna.samplers.TPESampler)
-    plain = OptunaSearcher(rung_rule=False).make_sampler(space, seed=3, num_trials=60)
+    plain = OptunaSearcher(rung_rule=False, random_fraction=0.0).make_sampler(
+        space, seed=3, num_trials=60
+    )
     assert isinstance(plain, optuna.samplers.TPESampler)
-    good = OptunaSearcher(good_fraction=0.25).make_sampler(space, seed=3, num_trials=60)
+    good = OptunaSearcher(good_fraction=0.25, random_fraction=0.0).make_sampler(
+        space, seed=3, num_trials=60
+    )
     assert pickle.loads(pickle.dumps(good)).base._gamma(40) == 10  # a quarter of 40
-    gp = OptunaSearcher(sampler="gp").make_sampler(space, seed=3, num_trials=60)
+    gp = OptunaSearcher(sampler="gp", random_fraction=0.0).make_sampler(
+        space, seed=3, num_trials=60
+    )
     assert isinstance(gp, RungSampler) and isinstance(gp.base, optuna.samplers.GPSampler)
     searcher = OptunaSearcher().build(space, metric="loss", mode="min", seed=3, num_trials=60)
     assert set(searcher.suggest("t1")) == {"x", "y"}
@@ -160,7 +166,7 @@ def test_a_sweep_takes_an_optuna_searcher() -> None:
         searcher=OptunaSearcher(sampler="gp"),
         scheduler="asha",
     )
-    assert sweep.searcher_name == "optuna (gp, rung rule)"
+    assert sweep.searcher_name == "optuna (gp, rung rule, bohb view, 33.3% random)"
     with pytest.raises(SpecError, match="searcher"):
         Sweep(
             name="s",

@@ -70,11 +70,14 @@ AT_3 = [(C, 1.0), (C, 0.8), (C, 0.6), (C, 0.9), (C, 0.7)]
     ("options", "expected"),
     [
         # Today: stopped below the rung -> PRUNED (bad).
-        ({}, {9: [(P, None)] * 4 + AT_9}),
+        ({"view": "pruned"}, {9: [(P, None)] * 4 + AT_9}),
         # BOHB: stopped below the rung -> left out (FAIL: no sampler models it).
-        ({"view": "bohb"}, {9: [(F, None)] * 4 + AT_9}),
+        ({}, {9: [(F, None)] * 4 + AT_9}),
         # Hyper-Tune: rung 3 (weight 1/3) or rung 9 (weight 1), never rung 1 (weight 0).
-        ({"weighting": True}, {9: [(P, None)] * 4 + AT_9, 3: [(P, None)] * 2 + AT_3}),
+        (
+            {"weighting": True, "view": "pruned"},
+            {9: [(P, None)] * 4 + AT_9, 3: [(P, None)] * 2 + AT_3},
+        ),
         (
             {"weighting": True, "view": "bohb"},
             {9: [(F, None)] * 4 + AT_9, 3: [(F, None)] * 2 + AT_3},
@@ -213,11 +216,11 @@ def test_the_random_path_is_not_tpes_own_start_up_stream() -> None:
 @pytest.mark.parametrize(
     "options",
     [
-        {"rung_view": "bohb"},
-        {"random_fraction": 1 / 3},
+        {},
+        {"rung_view": "pruned", "random_fraction": 0.0},
         {"rung_weighting": True},
         {"aggregate": "last"},
-        {"rung_view": "bohb", "rung_weighting": True, "random_fraction": 0.25, "sampler": "gp"},
+        {"rung_view": "pruned", "rung_weighting": True, "random_fraction": 0.25, "sampler": "gp"},
         {"rung_rule": False, "random_fraction": 0.25},
     ],
 )
@@ -225,9 +228,9 @@ def test_the_options_reach_the_sampler_and_it_pickles(options: dict[str, Any]) -
     space = Space({"x": uniform(0, 1), "y": uniform(0, 1)})
     searcher = OptunaSearcher(**options)
     sampler = searcher.make_sampler(space, seed=3, num_trials=60)
-    if searcher.random_fraction:
+    if searcher.share_random(1):
         assert isinstance(sampler, RandomInterleavedSampler)
-        assert sampler.fraction == searcher.random_fraction
+        assert sampler.fraction == searcher.share_random(1)
         sampler = sampler.base
     if searcher.rung_rule:
         assert isinstance(sampler, RungSampler)
@@ -246,7 +249,7 @@ def test_the_options_reach_the_sampler_and_it_pickles(options: dict[str, Any]) -
     [
         (
             {"rung_view": "all"},
-            r"OptunaSearcher.rung_view must be one of \['pruned', 'bohb'\], but got 'all'",
+            r"OptunaSearcher.rung_view must be one of \['bohb', 'pruned'\], but got 'all'",
         ),
         (
             {"aggregate": "mean"},
@@ -261,8 +264,8 @@ def test_the_options_reach_the_sampler_and_it_pickles(options: dict[str, Any]) -
         ({"random_fraction": "0.3"}, r"0 <= random_fraction < 1, but got '0.3'"),
         ({"rung_weighting": 1}, r"OptunaSearcher.rung_weighting must be True or False, but got 1"),
         (
-            {"rung_rule": False, "rung_view": "bohb"},
-            r"needs rung_rule=True, but got rung_rule=False and rung_view='bohb'",
+            {"rung_rule": False, "rung_view": "pruned"},
+            r"needs rung_rule=True, but got rung_rule=False and rung_view='pruned'",
         ),
         (
             {"rung_rule": False, "rung_weighting": True},
@@ -270,8 +273,8 @@ def test_the_options_reach_the_sampler_and_it_pickles(options: dict[str, Any]) -
         ),
         ({"rung_rule": False, "aggregate": "last"}, r"needs rung_rule=True, .* aggregate='last'"),
         (
-            {"aggregate": "last", "rung_view": "bohb"},
-            r"aggregate='last' models no rung, .* rung_view='bohb'",
+            {"aggregate": "last", "rung_view": "pruned"},
+            r"aggregate='last' models no rung, .* rung_view='pruned'",
         ),
         (
             {"aggregate": "last", "rung_weighting": True},
@@ -288,7 +291,7 @@ def test_bad_levers_name_the_rule_and_the_value(kwargs: dict[str, Any], message:
     ("kwargs", "message"),
     [
         ({"min_points": 0}, "min_points must be >= 1"),
-        ({"view": "all"}, r"view must be one of \['pruned', 'bohb'\], but got 'all'"),
+        ({"view": "all"}, r"view must be one of \['bohb', 'pruned'\], but got 'all'"),
         ({"aggregate": "mean"}, r"aggregate must be one of"),
         ({"aggregate": "last", "weighting": True}, r"aggregate='last' chooses no rung"),
     ],
@@ -307,17 +310,25 @@ def test_bad_random_fraction(fraction: float) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "text"),
     [
-        ({}, "optuna (tpe, rung rule)"),
-        ({"sampler": "gp"}, "optuna (gp, rung rule)"),
-        ({"rung_rule": False}, "optuna (tpe)"),
-        ({"rung_view": "bohb"}, "optuna (tpe, rung rule, bohb view)"),
-        ({"rung_weighting": True}, "optuna (tpe, rung rule, rung weighting)"),
-        ({"random_fraction": 1 / 3}, "optuna (tpe, rung rule, 33.3% random)"),
-        ({"aggregate": "last"}, "optuna (tpe, last value)"),
+        ({}, "optuna (tpe, rung rule, bohb view, 33.3% random)"),
+        ({"sampler": "gp"}, "optuna (gp, rung rule, bohb view, 33.3% random)"),
+        ({"rung_rule": False}, "optuna (tpe, 33.3% random)"),
+        ({"rung_view": "pruned", "random_fraction": 0.0}, "optuna (tpe, rung rule, pruned view)"),
+        (
+            {"rung_weighting": True},
+            "optuna (tpe, rung rule, bohb view, rung weighting, 33.3% random)",
+        ),
+        ({"random_fraction": 0.0}, "optuna (tpe, rung rule, bohb view)"),
+        ({"aggregate": "last"}, "optuna (tpe, last value, 33.3% random)"),
         ({"rung_rule": False, "random_fraction": 0.25}, "optuna (tpe, 25% random)"),
         (
-            {"sampler": "gp", "rung_view": "bohb", "rung_weighting": True, "random_fraction": 0.5},
-            "optuna (gp, rung rule, bohb view, rung weighting, 50% random)",
+            {
+                "sampler": "gp",
+                "rung_view": "pruned",
+                "rung_weighting": True,
+                "random_fraction": 0.5,
+            },
+            "optuna (gp, rung rule, pruned view, rung weighting, 50% random)",
         ),
     ],
 )

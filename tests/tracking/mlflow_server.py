@@ -20,10 +20,17 @@ def free_port() -> int:
 
 
 class MlflowServer:
-    """A real ``mlflow server`` subprocess on 127.0.0.1 with a SQLite store in a folder."""
+    """A real ``mlflow server`` subprocess on 127.0.0.1, its artifacts and log in a folder.
 
-    def __init__(self, root: Path, port: int | None = None) -> None:
+    Its backend store is ``backend_store_uri`` (a PostgreSQL database, say), by default a SQLite
+    file in the folder.
+    """
+
+    def __init__(
+        self, root: Path, port: int | None = None, backend_store_uri: str | None = None
+    ) -> None:
         self.root = root
+        self.backend_store_uri = backend_store_uri or f"sqlite:///{root / 'mlflow.db'}"
         self.port = port or free_port()
         self.uri = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
@@ -37,7 +44,7 @@ class MlflowServer:
                 "--host", "127.0.0.1",
                 "--port", str(self.port),
                 "--workers", "1",
-                "--backend-store-uri", f"sqlite:///{self.root / 'mlflow.db'}",
+                "--backend-store-uri", self.backend_store_uri,
                 "--serve-artifacts",
                 "--artifacts-destination", str(self.root / "artifacts"),
             ],

@@ -1,4 +1,8 @@
-"""Sweeps logged over HTTP to a real ``mlflow server``, including one that goes away."""
+"""Sweeps logged over HTTP to a real ``mlflow server``, including one that goes away.
+
+Each test runs twice: on the server's default SQLite store and on a real PostgreSQL database
+(tests/tracking/conftest.py), the store MLflow runs on for a team.
+"""
 
 from __future__ import annotations
 
@@ -54,7 +58,21 @@ def _assert_complete(uri: str, tracker: SweepTracker, grid) -> None:  # type: ig
         assert run.data.tags["sweeplab.status"] == "finished"
 
 
-def test_sweep_over_http(ray_local: None, mlflow_server: MlflowServer, tmp_path: Path) -> None:
+def _assert_in_postgres(uri: str, tracker: SweepTracker, n_runs: int) -> None:
+    """The runs really are rows of the PostgreSQL database, read without MLflow."""
+    import psycopg
+
+    with psycopg.connect(uri.replace("+psycopg", "", 1)) as connection:
+        rows = connection.execute(
+            "SELECT status, count(*) FROM runs WHERE experiment_id = %s GROUP BY status",
+            (int(tracker.experiment_id or -1),),
+        ).fetchall()
+    assert dict(rows) == {"FINISHED": n_runs}
+
+
+def test_sweep_over_http(
+    ray_local: None, mlflow_server: MlflowServer, backend_store_uri: str | None, tmp_path: Path
+) -> None:
     from mlflow import MlflowClient
 
     tracker, grid, summary = _run_sweep(mlflow_server.uri, tmp_path, "http", [0, 1, 2], 0.01)
@@ -66,15 +84,24 @@ def test_sweep_over_http(ray_local: None, mlflow_server: MlflowServer, tmp_path:
     assert list((mlflow_server.root / "artifacts").rglob("weights.txt"))
     assert best_trial("http", tracking_uri=mlflow_server.uri)["trial_id"] == summary.best.trial_id
     assert not (tmp_path / "sweep" / "mlflow_undelivered.jsonl").exists()
+    if backend_store_uri is not None:
+        _assert_in_postgres(backend_store_uri, tracker, n_runs=1 + 3)
+        assert not (mlflow_server.root / "mlflow.db").exists()
 
 
+# The client's retry path is the same whatever the server stores its runs in, so the outage runs
+# on the production backend only (the SQLite server is covered by test_sweep_over_http).
+@pytest.mark.parametrize("backend_store_uri", ["postgresql"], indirect=True)
 def test_server_outage_loses_nothing(
-    ray_local: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ray_local: None,
+    backend_store_uri: str | None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Exercise sweeplab's own retry loop, not MLflow's HTTP retries (which would mostly hide it).
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
-    server = MlflowServer(tmp_path / "server")
+    server = MlflowServer(tmp_path / "server", backend_store_uri=backend_store_uri)
     outage: dict[str, float] = {}
 
     def bounce() -> None:
@@ -97,5 +124,7 @@ def test_server_outage_loses_nothing(
         assert "up" in outage  # the server really went away during the sweep
         _assert_complete(server.uri, tracker, grid)
         assert not (tmp_path / "sweep" / "mlflow_undelivered.jsonl").exists()
+        if backend_store_uri is not None:
+            _assert_in_postgres(backend_store_uri, tracker, n_runs=1 + 4)
     finally:
         server.stop()
