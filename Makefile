@@ -46,7 +46,7 @@ postgres:
 ## sweeps (one shared local Ray) on one.
 test: lint chromium postgres
 	$(BIN)/python -m pytest -m "not slow" -n 2
-	$(BIN)/python -m pytest -m slow
+	$(BIN)/python -m pytest -m slow --durations=25
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
