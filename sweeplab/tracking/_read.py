@@ -18,6 +18,7 @@ from sweeplab.keys import (
     ROLE_TAG,
     STATUS_TAG,
     TRIAL_ID_TAG,
+    TRIALS_TAG,
 )
 from sweeplab.pareto import Constraint, Objective
 from sweeplab.tracking._flusher import PARENT_TAG
@@ -135,6 +136,12 @@ def _children(client: Any, parent: Any) -> list[Any]:
             return runs
 
 
+def _trial_count(client: Any, parent: Any) -> int:
+    """The number of trials: the count an ended sweep recorded, else its child runs counted."""
+    recorded = parent.data.tags.get(TRIALS_TAG, "")
+    return int(recorded) if recorded.isdigit() else len(_children(client, parent))
+
+
 def list_sweeps(tracking_uri: str | None = None) -> Any:
     """The sweeps in a tracking store, one row per sweep (its latest execution).
 
@@ -162,7 +169,7 @@ def list_sweeps(tracking_uri: str | None = None) -> Any:
             {
                 "sweep": experiment.name,
                 "status": parent.info.status,
-                "trials": len(_children(client, parent)),
+                "trials": _trial_count(client, parent),
                 "best_metric": best if best is not None else math.nan,
                 "metric": metric,
                 "started": pd.to_datetime(parent.info.start_time, unit="ms"),
@@ -235,7 +242,7 @@ def load_sweep(
                         "metric": key,
                         "step": point.step,
                         "value": point.value,
-                        "timestamp": pd.to_datetime(point.timestamp, unit="ms"),
+                        "timestamp": point.timestamp,
                     }
                 )
                 if key == metric:
@@ -261,6 +268,8 @@ def load_sweep(
     history = pd.DataFrame(
         points, columns=["trial_id", "rank", "metric", "step", "value", "timestamp"]
     )
+    # One conversion of the whole column: per point, pandas' conversion was most of the read.
+    history["timestamp"] = pd.to_datetime(history["timestamp"], unit="ms")
     if not history.empty:
         history = history.sort_values(["trial_id", "metric", "step"], ignore_index=True)
     best_doc = _best_from_parent(client, parent, uri)
