@@ -230,7 +230,7 @@ class RecordedSweep:
 
 @pytest.fixture(scope="session")
 def recorded(ray_local: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RecordedSweep]:
-    """Ten one-worker trials of the toy spec, a conditional space, Optuna + ASHA (12
+    """Ten one-worker trials of the toy spec, a conditional space, random search + ASHA (12
     iterations: rungs at 1, 3 and 9, so most trials stop early), one at a time so that ASHA's
     decisions do not depend on timing; shared by the report, notebook and UI tests."""
     sys.path.insert(0, str(ROOT / "tests" / "engine"))
@@ -244,7 +244,7 @@ def recorded(ray_local: None, tmp_path_factory: pytest.TempPathFactory) -> Itera
     folder = tmp_path_factory.mktemp("report_sweep")
     spec = write_spec(
         folder,
-        f'name="report-toy", space={SPACE}, metric="loss", mode="min", searcher="optuna", '
+        f'name="report-toy", space={SPACE}, metric="loss", mode="min", searcher="random", '
         f'scheduler="asha", max_iterations=12, num_trials={RECORDED_TRIALS}, '
         "max_concurrent_trials=1, seed=1",
         epochs=12,

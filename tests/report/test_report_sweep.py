@@ -128,7 +128,7 @@ def test_report_is_self_contained_and_renders(
         "Best config",
     ):
         assert section in html
-    for word in ("optuna", "asha", "report-toy", recorded.best_trial_id, "wall time"):
+    for word in ("random", "asha", "report-toy", recorded.best_trial_id, "wall time"):
         assert word in html
     assert html.count('class="plotly-graph-div"') == 5
 
