@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import types
 from pathlib import Path
 from typing import Any
@@ -299,7 +300,8 @@ def _donor_tags(tmp_path: Path, outcome: SweepOutcome) -> dict[str, str | None]:
 def test_pbt_exploits_with_twice_the_population_of_slots(
     ray_local: None, in_tmp: Path, group: str
 ) -> None:
-    """4 trials on 2 slots: synchronous rounds exploit, and the recipient continues the donor."""
+    """4 trials on 2 slots: synchronous rounds exploit, the recipient continues the donor with
+    the perturbed config, and on 2-worker slots the two warm groups serve every trial."""
     outcome = sweep(
         in_tmp,
         'name="pbt-rounds", space={"lr": loguniform(1e-6, 1.0)}, metric="loss", mode="min", '
@@ -319,9 +321,14 @@ def test_pbt_exploits_with_twice_the_population_of_slots(
         # continues the donor's epoch (the state came with the donor's checkpoint).
         assert all(r["training_iteration"] == r["epoch"] + 1 for r in trial_rows)
     donors = _donor_tags(in_tmp, outcome)
-    for trial, _, after in exploited:
+    for trial, before, after in exploited:
         assert after["origin"] in origins
         assert donors[trial] in rows, f"{trial}: no donor recorded in MLflow"
+        assert json.loads(after["config_json"]) != json.loads(before["config_json"])
+    if group:
+        # Two warm 2-worker slots served every trial, exploits and restarts included: two
+        # rank-0 processes.
+        assert len({int(r["worker_pid"]) for t in rows.values() for r in t}) == 2
     # The population keeps its trial actors across rounds and exploits (Tune's own `pid` of
     # each result is the trial actor's): before, every round's end stopped them all, and then
     # an exploited last trial of a round lost its actor. One-worker trials share `concurrency`

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-import json
 from pathlib import Path
 
 import pytest
@@ -62,36 +60,6 @@ def test_a_raising_trial_leaves_the_slot_serving(ray_local: None, in_tmp: Path) 
     assert len(_pids(rows)) == 1, "the failed trial's slot did not serve the next trial"
 
 
-def test_pbt_exploit_in_a_two_worker_slot_continues_from_the_donor(
-    ray_local: None, in_tmp: Path
-) -> None:
-    """PBT on 2-worker slots: an exploited trial's next report continues the donor's epoch."""
-    outcome = sweep(
-        in_tmp,
-        'name="slots-pbt", space={"x": uniform(0, 1), "lr": uniform(0.001, 1.0)}, '
-        'metric="loss", mode="min", scheduler="pbt", num_trials=4, max_iterations=12, seed=3, '
-        "workers_per_trial=2, cpus_per_worker=0.5",
-        epochs=12,
-        sleep=0.3,
-    )
-    rows = results(outcome)
-    assert len(rows) == 4 and outcome.errored == 0, trial_errors(outcome)
-    assert outcome.plan.concurrency == 2
-    exploited = [
-        (before, after)
-        for trial_rows in rows.values()
-        for before, after in itertools.pairwise(trial_rows)
-        if after["origin"] != before["origin"]
-    ]
-    assert exploited, "PBT exploited no trial"
-    for trial_rows in rows.values():
-        assert all(r["training_iteration"] == r["epoch"] + 1 for r in trial_rows)
-    for before, after in exploited:
-        assert json.loads(after["config_json"]) != json.loads(before["config_json"])
-    # Two slots served every trial, exploits and restarts included: two rank-0 processes.
-    assert len(_pids(rows)) == 2
-
-
 DDP_SPEC = """
 import torch
 from torch import nn
@@ -125,7 +93,7 @@ def train_func(config):
 sweep = sweeplab.Sweep(
     name="ddp-REUSE",
     train_func=train_func,
-    space={"lr": sweeplab.grid([0.01, 0.05, 0.1]), "seed": 7},
+    space={"lr": sweeplab.grid([0.01, 0.1]), "seed": 7},
     metric="loss",
     mode="min",
     searcher="grid",
@@ -156,6 +124,6 @@ def test_ddp_losses_are_the_same_with_and_without_reuse(ray_local: None, in_tmp:
             trial_rows[0]["lr"]: [r["loss"] for r in trial_rows]
             for trial_rows in results(outcome).values()
         }
-    assert sorted(losses[True]) == [0.01, 0.05, 0.1]
+    assert sorted(losses[True]) == [0.01, 0.1]
     for lr, per_trial_group in losses[False].items():
         assert losses[True][lr] == pytest.approx(per_trial_group, rel=1e-5)
