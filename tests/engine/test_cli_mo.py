@@ -15,6 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from mlflow_store import store_uri
 from rich.console import Console
 from toy_spec import record_sweep, write_spec
 
@@ -43,7 +44,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path, SweepSum
     """A store holding the multi-objective sweep "mo" (pick rule "lat <= 3, loss") and a
     single-metric sweep "one"; and "mo"'s summary."""
     folder = tmp_path_factory.mktemp("cli_mo")
-    uri = f"sqlite:///{folder / 'mlflow.db'}"
+    uri = store_uri(folder)
     tracker = _tracker(uri, folder / "mo", pick="lat <= 3, loss")
     _feed(tracker)
     summary = tracker.finish()

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from mlflow_store import store_uri
 from toy_spec import write_spec
 
 pytestmark = pytest.mark.slow
@@ -28,7 +29,7 @@ def test_resume_after_sigkill_finishes_the_sweep(in_tmp: Path) -> None:
         epochs=8,
         sleep=0.5,
     )
-    uri = f"sqlite:///{in_tmp / 'mlflow.db'}"
+    uri = store_uri(in_tmp)
     command = [
         sys.executable,
         "-m",

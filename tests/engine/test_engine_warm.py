@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mlflow_store import store_uri
 from toy_spec import progress_rows, record_sweep, run_toy_sweep
 
 from sweeplab import SpecError, Sweep, choice, grid, loguniform, quniform, randint, uniform
@@ -116,7 +117,7 @@ COLD = [
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> str:
     folder = tmp_path_factory.mktemp("mlflow")
-    uri = f"sqlite:///{folder / 'mlflow.db'}"
+    uri = store_uri(folder)
     record_sweep(uri, folder / "cold", "cold", COLD)
     record_sweep(uri, folder / "old", "old", COLD[:3])  # its config tags are deleted below
     record_sweep(uri, folder / "empty", "empty", [COLD[4], COLD[6]])  # errored, silent

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from mlflow_store import store_uri
+
 TRAIN_FUNC = """
 import json
 import os
@@ -89,7 +91,7 @@ def run_toy_sweep(tmp_path: Path, sweep_source: str, **spec_kwargs: Any) -> Any:
     options = SweepOptions(
         spec_path=spec,
         storage=tmp_path / "runs",
-        tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
+        tracking_uri=store_uri(tmp_path),
         live=False,
     )
     return run_sweep(load_spec(spec), options)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mlflow_store import store_uri
 
 CHROMIUM_FLAGS = [
     "--headless",
@@ -251,7 +252,7 @@ def recorded(ray_local: None, tmp_path_factory: pytest.TempPathFactory) -> Itera
         sleep=0.01,
         checkpoint_every=6,
     )
-    uri = f"sqlite:///{folder / 'mlflow.db'}"
+    uri = store_uri(folder)
     run_sweep(
         sweeplab.load_spec(spec),
         SweepOptions(spec_path=spec, storage=folder / "runs", tracking_uri=uri, live=False),

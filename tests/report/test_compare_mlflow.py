@@ -12,6 +12,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from mlflow_store import store_uri
 
 from sweeplab.cli import main
 from sweeplab.report import compare_sweeps
@@ -101,7 +102,7 @@ def html_cells(html: str) -> list[tuple[str, str]]:
 def store(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     """Sweep ``rep`` run twice (the second finds a better loss, faster), and ``acc`` (max)."""
     tmp_path = tmp_path_factory.mktemp("compare_store")
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = store_uri(tmp_path)
     first = _record(
         uri,
         tmp_path / "rep1",
@@ -221,7 +222,7 @@ def test_compare_two_real_sweeps_in_chromium(
     import sweeplab
     from sweeplab.engine import SweepOptions, run_sweep
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = store_uri(tmp_path)
     runs = {}
     for searcher in ("random", "optuna"):
         name = f"cmp-{searcher}"

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mlflow_store import store_uri
 
 pytestmark = pytest.mark.slow
 
@@ -118,7 +119,7 @@ def test_two_metric_sweep_with_a_constraint(tmp_path: Path, render: Any) -> None
     spec.write_text(SPEC)
     result = cli("sweep", str(spec), "--no-live", cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = store_uri(tmp_path)
 
     trials = points_from_mlflow(uri)
     assert len(trials) == 10

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from _helpers import N_ITER, children, make_trainable, tune_results
+from mlflow_store import store_uri
 
 from sweeplab.tracking import SweepTracker
 
@@ -35,7 +36,7 @@ def test_resume_reuses_runs_and_backfills(ray_local: None, in_tmp: Path) -> None
     from mlflow import MlflowClient
     from ray import tune
 
-    uri = f"sqlite:///{in_tmp / 'mlflow.db'}"
+    uri = store_uri(in_tmp)
     storage = in_tmp / "sweep"
     trainable = make_trainable(in_tmp / "ckpt", sleep_s=0.15)
     first = _tracker(uri, storage, resume=False)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from _helpers import N_ITER, children, make_trainable
+from mlflow_store import store_uri
 
 from sweeplab.tracking import (
     SweepTracker,
@@ -31,7 +32,7 @@ def test_sweep_is_recorded_in_mlflow(ray_local: None, in_tmp: Path) -> None:
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler
 
-    uri = f"sqlite:///{in_tmp / 'mlflow.db'}"
+    uri = store_uri(in_tmp)
     spec = in_tmp / "spec.py"
     spec.write_text("sweep = None\n")
     storage = in_tmp / "sweep"

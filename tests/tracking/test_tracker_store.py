@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from mlflow_store import store_uri
 
 from sweeplab.tracking import SweepTracker, best_config_document, rank_tune_results
 
@@ -42,7 +43,7 @@ def _run(tracker: SweepTracker, losses: dict[str, list[Any]]) -> None:
 
 @pytest.fixture
 def uri(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'mlflow.db'}"
+    return store_uri(tmp_path)
 
 
 def test_numpy_metrics_reach_mlflow(uri: str, tmp_path: Path) -> None:
