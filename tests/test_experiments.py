@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from mlflow_store import store_uri
 
+from sweeplab.cli import main
+
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,9 +51,9 @@ def test_every_experiment_has_a_tiny_run() -> None:
 
 @pytest.mark.timeout(1200)  # the sweep's own limit (900 s) and `best`'s (120 s), and more
 @pytest.mark.parametrize("name", sorted(TINY))
-def test_experiment_runs(name: str, tmp_path: Path) -> None:
+def test_experiment_runs(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     flags, env, bound = TINY[name]
-    store_uri(tmp_path)  # the working folder's default store, empty (MLflow's own schema)
+    uri = store_uri(tmp_path)  # the working folder's default store, empty (MLflow's own schema)
     result = subprocess.run(
         [
             sys.executable,
@@ -76,15 +78,11 @@ def test_experiment_runs(name: str, tmp_path: Path) -> None:
     else:
         assert best["value"] <= bound
     assert Path(best["checkpoint"]).is_dir()
-    shown = subprocess.run(
-        [sys.executable, "-m", "sweeplab.cli", "best", best["sweep"], "--json"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert shown.returncode == 0, shown.stderr
-    listed = json.loads(shown.stdout)
+    # `sweeplab best` in this process (the sweep above ran the CLI in its own): the same
+    # command, without a second interpreter importing MLflow.
+    capsys.readouterr()
+    assert main(["best", best["sweep"], "--json", "--tracking-uri", uri]) == 0
+    listed = json.loads(capsys.readouterr().out)
     if "front" in best:  # several metrics: `best --json` lists the front
         assert [row["trial_id"] for row in listed] == [row["trial_id"] for row in best["front"]]
         assert best["trial_id"] in {row["trial_id"] for row in listed}
