@@ -1,0 +1,187 @@
+"""Does one driver keep a cluster busy? Sleeping trials on a loopback Ray cluster of several nodes.
+
+python -m benchmarks.scale_out [--nodes 4] [--cpus 8] [--trials 96] [--reports 5] [--sleep 1]
+    [--out benchmarks/results/scale_out.json]
+
+It starts a real Ray cluster on 127.0.0.1 (`ray start` per node, each with `--cpus` declared
+CPUs, so 4 x 8 = 32 one-CPU trials fit at once on a 2-core machine), then runs `sweeplab sweep
+--address` against it as a user would: one-worker trials that sleep `--sleep` s per report,
+FIFO, random search, tracked into SQLite. From each trial's own wall-clock stamps it computes:
+
+- utilisation: the trials' summed running time over (slots x the time from the first start to
+  the last end); 1.0 means no slot ever waited;
+- the wait between a trial's end and the start of the trial that took its slot (the k-th end
+  frees the slot of the (slots + k)-th start), median and 90th percentile;
+- the sweep's wall time against the ideal (trials x reports x sleep / slots).
+
+Sleeping trials cost no CPU, so what the figures show is the engine's own cost per trial: the
+driver, Tune's event loop, the trial actors' start and the tracker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parents[1]
+console = Console()
+
+SPEC = """
+import time
+
+import ray.train
+
+import sweeplab
+from sweeplab import uniform
+
+
+def train_func(config):
+    start = time.time()
+    for step in range({reports}):
+        time.sleep({sleep})
+        ray.train.report({{"loss": config["x"] + 1.0 / (step + 1), "t_start": start,
+                           "t_now": time.time()}})
+
+
+sweep = sweeplab.Sweep(
+    name="scale-out",
+    train_func=train_func,
+    space={{"x": uniform(0, 1)}},
+    metric="loss",
+    mode="min",
+    num_trials={trials},
+    max_iterations={reports},
+    max_concurrent_trials={slots},
+    seed=0,
+)
+"""
+
+
+def slot_figures(spans: list[tuple[float, float]], slots: int) -> dict[str, Any]:
+    """Utilisation and slot waits of trials given as (start, end) wall-clock pairs."""
+    starts = sorted(start for start, _ in spans)
+    ends = sorted(end for _, end in spans)
+    window = max(ends) - min(starts)
+    busy = sum(end - start for start, end in spans)
+    # The k-th end frees the slot that the (slots + k)-th start takes.
+    waits = [start - end for start, end in zip(starts[slots:], ends, strict=False)]
+    waits = [max(0.0, wait) for wait in waits]
+    return {
+        "utilisation": busy / (slots * window) if window > 0 else float("nan"),
+        "window_s": window,
+        "busy_s": busy,
+        "wait_median_s": statistics.median(waits) if waits else float("nan"),
+        "wait_p90_s": (statistics.quantiles(waits, n=10)[-1] if len(waits) > 1 else
+                       (waits[0] if waits else float("nan"))),
+        "waits": len(waits),
+    }  # fmt: skip
+
+
+def _trial_spans(storage: Path) -> list[tuple[float, float]]:
+    import pandas as pd
+
+    spans = []
+    for path in storage.glob("scale-out/run-*/tune/*/progress.csv"):
+        frame = pd.read_csv(path)
+        if len(frame):
+            spans.append((float(frame["t_start"].iloc[0]), float(frame["t_now"].iloc[-1])))
+    return spans
+
+
+def run(nodes: int, cpus: int, trials: int, reports: int, sleep: float) -> dict[str, Any]:
+    from benchmarks._loopback import loopback_cluster
+
+    slots = nodes * cpus
+    with tempfile.TemporaryDirectory(prefix="scale-out-") as tmp_name:
+        tmp = Path(tmp_name)
+        spec = tmp / "spec.py"
+        spec.write_text(SPEC.format(reports=reports, sleep=sleep, trials=trials, slots=slots))
+        console.print(f"starting a loopback cluster: {nodes} nodes x {cpus} CPUs")
+        begin_cluster = time.perf_counter()
+        with loopback_cluster(nodes, cpus) as cluster:
+            cluster_s = time.perf_counter() - begin_cluster
+            command = [
+                sys.executable, "-m", "sweeplab.cli", "sweep", str(spec),
+                "--address", cluster.address, "--no-live",
+                "--tracking-uri", f"sqlite:///{tmp / 'mlflow.db'}",
+                "--storage", str(tmp / "runs"),
+            ]  # fmt: skip
+            console.print(f"cluster up in {cluster_s:.1f} s; sweeping {trials} trials")
+            launched = time.time()
+            begin = time.perf_counter()
+            done = subprocess.run(
+                command, cwd=tmp, env=cluster.env, capture_output=True, text=True, timeout=3600
+            )
+            wall = time.perf_counter() - begin
+        if done.returncode != 0:
+            raise SystemExit(f"the sweep failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        spans = _trial_spans(tmp / "runs")
+    figures = slot_figures(spans, slots)
+    ideal = trials * reports * sleep / slots
+    return {
+        "nodes": nodes,
+        "cpus_per_node": cpus,
+        "slots": slots,
+        "trials": trials,
+        "reports": reports,
+        "sleep_s": sleep,
+        "trials_seen": len(spans),
+        "cluster_start_s": round(cluster_s, 1),
+        "sweep_wall_s": round(wall, 1),
+        "ideal_s": round(ideal, 1),
+        "wall_over_ideal": round(wall / ideal, 2),
+        "first_start_after_s": round(min(s for s, _ in spans) - launched, 1),
+        # The sweep subprocess is the largest child that ended: the driver's peak RSS.
+        "driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
+        **{k: (round(v, 3) if isinstance(v, float) else v) for k, v in figures.items()},
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=4)
+    parser.add_argument("--cpus", type=int, default=8, help="declared CPUs per node")
+    parser.add_argument("--trials", type=int, default=96)
+    parser.add_argument("--reports", type=int, default=5)
+    parser.add_argument("--sleep", type=float, default=1.0, help="seconds per report")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/scale_out.json")
+    args = parser.parse_args(argv)
+    load_start = os.getloadavg()
+    result = run(args.nodes, args.cpus, args.trials, args.reports, args.sleep)
+    result["machine"] = {
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "load_start": load_start,
+        "load_end": os.getloadavg(),
+    }
+    result["when"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    table = Table(title=f"{args.trials} sleeping trials on {args.nodes} nodes x {args.cpus} CPUs")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    for key in (
+        "slots", "trials_seen", "sweep_wall_s", "ideal_s", "wall_over_ideal", "utilisation",
+        "wait_median_s", "wait_p90_s", "first_start_after_s", "driver_peak_rss_mb",
+    ):  # fmt: skip
+        table.add_row(key, str(result[key]))
+    console.print(table)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    console.print(f"written to {args.out}")
+
+
+if __name__ == "__main__":
+    main()
