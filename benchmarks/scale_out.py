@@ -10,8 +10,8 @@ FIFO, random search, tracked into SQLite. From each trial's own wall-clock stamp
 
 - utilisation: the trials' summed running time over (slots x the time from the first start to
   the last end); 1.0 means no slot ever waited;
-- the wait between a trial's end and the start of the trial that took its slot (the k-th end
-  frees the slot of the (slots + k)-th start), median and 90th percentile;
+- the wait between a trial's end and the start of the next trial in the same trial actor (Tune
+  reuses the actor), median and 90th percentile;
 - the sweep's wall time against the ideal (trials x reports x sleep / slots).
 
 Sleeping trials cost no CPU, so what the figures show is the engine's own cost per trial: the
@@ -21,6 +21,7 @@ driver, Tune's event loop, the trial actors' start and the tracker.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -70,19 +71,29 @@ sweep = sweeplab.Sweep(
 """
 
 
-def slot_figures(spans: list[tuple[float, float]], slots: int) -> dict[str, Any]:
-    """Utilisation and slot waits of trials given as (start, end) wall-clock pairs."""
-    starts = sorted(start for start, _ in spans)
-    ends = sorted(end for _, end in spans)
+def slot_figures(spans: list[tuple[str, float, float]], slots: int) -> dict[str, Any]:
+    """Utilisation and slot waits of trials given as (trial actor, start, end), wall clock.
+
+    A wait is the time from a trial's end to the start of the next trial in the same trial
+    actor (Tune reuses an actor for the next trial); a trial that starts a new actor has no
+    wait, its start is part of the ramp-up.
+    """
+    starts = [start for _, start, _ in spans]
+    ends = [end for _, _, end in spans]
     window = max(ends) - min(starts)
-    busy = sum(end - start for start, end in spans)
-    # The k-th end frees the slot that the (slots + k)-th start takes.
-    waits = [start - end for start, end in zip(starts[slots:], ends, strict=False)]
-    waits = [max(0.0, wait) for wait in waits]
+    busy = sum(end - start for _, start, end in spans)
+    by_actor: dict[str, list[tuple[float, float]]] = {}
+    for actor, start, end in spans:
+        by_actor.setdefault(actor, []).append((start, end))
+    waits = []
+    for runs in by_actor.values():
+        runs.sort()
+        waits += [max(0.0, nxt[0] - prev[1]) for prev, nxt in itertools.pairwise(runs)]
     return {
         "utilisation": busy / (slots * window) if window > 0 else float("nan"),
         "window_s": window,
         "busy_s": busy,
+        "actors": len(by_actor),
         "wait_median_s": statistics.median(waits) if waits else float("nan"),
         "wait_p90_s": (statistics.quantiles(waits, n=10)[-1] if len(waits) > 1 else
                        (waits[0] if waits else float("nan"))),
@@ -90,14 +101,20 @@ def slot_figures(spans: list[tuple[float, float]], slots: int) -> dict[str, Any]
     }  # fmt: skip
 
 
-def _trial_spans(storage: Path) -> list[tuple[float, float]]:
+def _trial_spans(storage: Path) -> list[tuple[str, float, float]]:
     import pandas as pd
 
     spans = []
     for path in storage.glob("scale-out/run-*/tune/*/progress.csv"):
         frame = pd.read_csv(path)
         if len(frame):
-            spans.append((float(frame["t_start"].iloc[0]), float(frame["t_now"].iloc[-1])))
+            spans.append(
+                (
+                    f"{frame['hostname'].iloc[0]}:{frame['pid'].iloc[0]}",
+                    float(frame["t_start"].iloc[0]),
+                    float(frame["t_now"].iloc[-1]),
+                )
+            )
     return spans
 
 
@@ -143,7 +160,7 @@ def run(nodes: int, cpus: int, trials: int, reports: int, sleep: float) -> dict[
         "sweep_wall_s": round(wall, 1),
         "ideal_s": round(ideal, 1),
         "wall_over_ideal": round(wall / ideal, 2),
-        "first_start_after_s": round(min(s for s, _ in spans) - launched, 1),
+        "first_start_after_s": round(min(start for _, start, _ in spans) - launched, 1),
         # The sweep subprocess is the largest child that ended: the driver's peak RSS.
         "driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
         **{k: (round(v, 3) if isinstance(v, float) else v) for k, v in figures.items()},
@@ -173,8 +190,8 @@ def main(argv: list[str] | None = None) -> None:
     table.add_column("figure")
     table.add_column("value", justify="right")
     for key in (
-        "slots", "trials_seen", "sweep_wall_s", "ideal_s", "wall_over_ideal", "utilisation",
-        "wait_median_s", "wait_p90_s", "first_start_after_s", "driver_peak_rss_mb",
+        "slots", "trials_seen", "actors", "sweep_wall_s", "ideal_s", "wall_over_ideal",
+        "utilisation", "wait_median_s", "wait_p90_s", "first_start_after_s", "driver_peak_rss_mb",
     ):  # fmt: skip
         table.add_row(key, str(result[key]))
     console.print(table)
