@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         resolve_tracking_uri,
         tracking_client,
     )
+    from sweeplab.tracking._sqlite import sqlite_store_path, write_ahead_log
     from sweeplab.tracking._tracker import SweepTracker, TrackingError
     from sweeplab.tracking._untracked import rank_tune_results
 
@@ -64,11 +65,15 @@ __all__ = [
     "rank_tune_results",
     "ranked_configs",
     "resolve_tracking_uri",
+    "sqlite_store_path",
     "sweep_executions",
     "tracking_client",
+    "write_ahead_log",
 ]
 
 _LAZY = {
+    "sqlite_store_path": "sweeplab.tracking._sqlite",
+    "write_ahead_log": "sweeplab.tracking._sqlite",
     "SweepTracker": "sweeplab.tracking._tracker",
     "TrackingError": "sweeplab.tracking._tracker",
     "rank_tune_results": "sweeplab.tracking._untracked",

@@ -25,6 +25,7 @@ from sweeplab.tracking._ranking import (
     best_config_document,
 )
 from sweeplab.tracking._read import resolve_tracking_uri
+from sweeplab.tracking._sqlite import write_ahead_log
 from sweeplab.tracking._sweep_run import (
     BEST_CONFIG_FILE,
     PARENT_RUN_FILE,
@@ -146,6 +147,7 @@ class SweepTracker:
     def start(self) -> None:
         """Creates the experiment and the parent run, or reopens them with ``resume=True``."""
         self._resolved_uri = resolve_tracking_uri(self.tracking_uri)
+        write_ahead_log(self._resolved_uri)
         parent = ParentRun(
             self._new_client(),
             sweep_name=self.sweep_name,
