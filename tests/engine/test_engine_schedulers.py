@@ -14,7 +14,7 @@ from toy_spec import run_toy_sweep as sweep
 from toy_spec import trial_errors
 
 from sweeplab.engine import ResolvedSweep, SweepOutcome, trial_plan
-from sweeplab.spec import Sweep
+from sweeplab.spec import Sweep, load_spec
 from sweeplab.strategies import hyperband_brackets
 
 
@@ -321,10 +321,14 @@ def test_pbt_exploits_with_twice_the_population_of_slots(
         # continues the donor's epoch (the state came with the donor's checkpoint).
         assert all(r["training_iteration"] == r["epoch"] + 1 for r in trial_rows)
     donors = _donor_tags(in_tmp, outcome)
+    space = load_spec(in_tmp / "toy.py").space
     for trial, before, after in exploited:
         assert after["origin"] in origins
         assert donors[trial] in rows, f"{trial}: no donor recorded in MLflow"
-        assert json.loads(after["config_json"]) != json.loads(before["config_json"])
+        # ... with a mutated config that still lies in the space.
+        new_config = json.loads(after["config_json"])
+        space.validate_config(new_config)
+        assert new_config != json.loads(before["config_json"])
     if group:
         # Two warm 2-worker slots served every trial, exploits and restarts included: two
         # rank-0 processes.
