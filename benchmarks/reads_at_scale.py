@@ -2,7 +2,7 @@
 `load_sweep`.
 
 python -m benchmarks.reads_at_scale [--trials 10000] [--out benchmarks/results/reads_at_scale.json]
-    [--store DIR]
+    [--store DIR] [--only report]
 
 It writes a synthetic ASHA-like sweep (most trials 1 or 3 reports, fewer 9, a few 27; five
 params; two metrics a report) into a fresh SQLite MLflow store through the tracker's own event
@@ -111,8 +111,9 @@ LOAD = (
 )
 
 
-def time_reads(uri: str, folder: Path) -> dict[str, dict[str, Any]]:
-    """Each read in a fresh subprocess: its wall time, exit code and (of a file) its size."""
+def time_reads(uri: str, folder: Path, only: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Each read (or those ``only`` names) in a fresh subprocess: its wall time, exit code and
+    (of a file) its size."""
     env = {**os.environ, "MLFLOW_TRACKING_URI": uri}
     cli = [sys.executable, "-c", "from sweeplab.cli import main; main()"]
     reads = {
@@ -125,6 +126,8 @@ def time_reads(uri: str, folder: Path) -> dict[str, dict[str, Any]]:
     files = {"report": folder / "report.html", "compare": folder / "compare.html"}
     results = {}
     for name, command in reads.items():
+        if only and name not in only:
+            continue
         results[name] = _timed(command, env)
         if name in files and files[name].exists():
             results[name]["mb"] = round(files[name].stat().st_size / 1e6, 2)
@@ -137,6 +140,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--trials", type=int, default=10_000)
     parser.add_argument("--out", type=Path, default=None, help="JSON file of the results")
     parser.add_argument("--store", type=Path, default=None, help="keep (or reuse) the store here")
+    parser.add_argument(
+        "--only", action="append", default=None, help="time this read only (repeatable: report)"
+    )
     args = parser.parse_args(argv)
 
     load_start = os.getloadavg()
@@ -149,7 +155,7 @@ def main(argv: list[str] | None = None) -> None:
     if not database.exists():
         written = write_sweep(uri, folder / "sweep", args.trials)
         console.print(f"wrote {args.trials} trials: {written}")
-    reads = time_reads(uri, folder)
+    reads = time_reads(uri, folder, args.only)
     shutil.rmtree(scratch, ignore_errors=True)
 
     table = Table(title=f"Reads of a {args.trials:,}-trial sweep (SQLite)")

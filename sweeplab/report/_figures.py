@@ -12,10 +12,12 @@ from sweeplab.report._rungs import _check_rung
 from sweeplab.report._study import _objective, _records
 from sweeplab.report._table import objective
 from sweeplab.report._views import (
+    DENSE_TRIALS,
     OTHER_COLOR,
     STATUS_COLORS,
     View,
     add_view_buttons,
+    rounded,
     slice_figure,
     statuses,
     sweep_views,
@@ -124,43 +126,80 @@ def _note_figure(title: str, note: str) -> Figure:
     return figure
 
 
-def _legend_once(figure: Figure, status: str) -> bool:
-    return not any(trace.name == status for trace in figure.data)
+# A learning curve longer than this is drawn through this many of its points.
+CURVE_POINTS = 300
+
+
+def downsample_curve(
+    steps: list[tuple[int, float]], mode: str, limit: int = CURVE_POINTS
+) -> list[tuple[int, float]]:
+    """A curve's ``(step, value)`` points, by step, thinned to at most ``limit``: its first,
+    its last, its best (by ``mode``) and evenly spread others; a shorter curve is returned
+    whole."""
+    if len(steps) <= limit:
+        return steps
+    pick = min if mode == "min" else max
+    best = steps.index(pick(steps, key=lambda point: point[1]))
+    kept = {0, len(steps) - 1, best}
+    spread = limit - len(kept)
+    kept |= {round(i * (len(steps) - 1) / (spread + 1)) for i in range(1, spread + 1)}
+    return [steps[i] for i in sorted(kept)]
 
 
 def learning_curves(views: list[View], metric: str) -> Figure:
-    """The objective at each reported step, one line per trial (every trial that reported
-    one), coloured by status; dotted lines at the rungs of the views."""
+    """The objective at each reported step, a line per trial (every trial that reported one;
+    a curve of more than ``CURVE_POINTS`` points through that many, its best one among them),
+    coloured by status: one trace per status, its trials' lines split by gaps, the trial in
+    each point's hover; dotted lines at the rungs of the views."""
+    import optuna
     import plotly.graph_objects as go
 
     # A view by value keeps every step of every trial (a view at a step cuts them there).
     study = next(v.study for v in views if not isinstance(v.key, int))
+    mode = "max" if study.direction == optuna.study.StudyDirection.MAXIMIZE else "min"
+    trials = [t for t in study.get_trials(deepcopy=False) if t.intermediate_values]
+    dense = len(trials) > DENSE_TRIALS
     figure = go.Figure()
-    for trial in study.get_trials(deepcopy=False):
-        if not trial.intermediate_values:
+    for status in statuses(study):
+        x: list[int | None] = []
+        y: list[float | None] = []
+        text: list[str | None] = []
+        for trial in trials:
+            if str(trial.user_attrs.get("status")) != status:
+                continue
+            steps = downsample_curve(sorted(trial.intermediate_values.items()), mode)
+            if x:  # a gap ends the previous trial's line
+                x.append(None)
+                y.append(None)
+                text.append(None)
+            x += [step for step, _ in steps]
+            y += [rounded(value) for _, value in steps]
+            text += [str(trial.user_attrs.get("trial_id"))] * len(steps)
+        if not x:
             continue
-        status = str(trial.user_attrs.get("status"))
-        steps = sorted(trial.intermediate_values.items())
         figure.add_trace(
             go.Scatter(
-                x=[s for s, _ in steps],
-                y=[v for _, v in steps],
+                x=x,
+                y=y,
+                text=text,
                 mode="lines+markers",
                 name=status,
                 legendgroup=status,
                 legendrank=list(STATUS_COLORS).index(status) if status in STATUS_COLORS else 99,
-                showlegend=_legend_once(figure, status),
-                line={"color": STATUS_COLORS.get(status, OTHER_COLOR), "width": 1.5},
-                marker={"size": 5},
+                line={
+                    "color": STATUS_COLORS.get(status, OTHER_COLOR),
+                    "width": 1 if dense else 1.5,
+                },
+                marker={"size": 3 if dense else 5},
                 opacity=0.8,
-                hovertemplate=f"trial {trial.user_attrs.get('trial_id')} ({status})"
-                "<br>step %{x}: %{y:.4g}<extra></extra>",
+                hovertemplate=f"trial %{{text}} ({status})<br>step %{{x}}: %{{y:.4g}}"
+                "<extra></extra>",
             )
         )
     for view in views:
         if isinstance(view.key, int):
             figure.add_vline(x=view.key, line={"dash": "dot", "color": "#999", "width": 1})
-    last = max(max(t.intermediate_values) for t in study.trials if t.intermediate_values)
+    last = max(max(t.intermediate_values) for t in trials)
     figure.update_layout(
         title="Learning curves",
         xaxis={"title": "step (report)", "dtick": max(1, math.ceil(last / 10))},
@@ -329,7 +368,8 @@ def sweep_figures(
     - ``optimization history``: each trial's ranked value (its best or last value, as the
       sweep ranks; of a multi-objective sweep the objective's value at its point) in the
       order Tune created them, and the best value so far.
-    - ``learning curves``: the objective at each reported step, one line per trial; dotted
+    - ``learning curves``: the objective at each reported step, one line per trial (one trace
+      per status; a curve of more than ``CURVE_POINTS`` (300) points through that many); dotted
       lines at the rungs.
     - ``parallel coordinates``: one line per trial through its status, its value in the view
       and its params (log axes for log distributions; a ``none`` mark for a param of a branch
@@ -343,6 +383,10 @@ def sweep_figures(
     where trials stopped), by best value so far, or by last value; plotly buttons above each
     figure switch between them in the page. At a step, a trial that ended before it is drawn
     at its last value, grey in the parallel coordinates and an open marker in the slice.
+
+    Of more than 500 trials (``DENSE_TRIALS``) the figures keep their data compact, every
+    trial still in every view: the parallel coordinates draw their lines in one trace per
+    colour, without hover, and the slice's hover names the trial and its value.
 
     Args:
         data: The sweep (`sweeplab.load_sweep`).

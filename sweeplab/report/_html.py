@@ -42,6 +42,7 @@ th { background: #eef1f5; position: sticky; top: 0; }
 td.text, th.text { text-align: left; }
 tr.best td { background: #e6f4ea; font-weight: 600; }
 .scroll { overflow-x: auto; }
+.rows { max-height: 40rem; overflow-y: auto; }
 figure { margin: 0; background: #fff; border: 1px solid #e1e5eb; border-radius: 8px;
          padding: 8px; }
 figcaption, .note { color: #5b6475; font-size: 0.85rem; margin-top: 6px; }
@@ -99,7 +100,8 @@ def _table(table: pd.DataFrame, best_trial_id: str | None) -> str:
         cells = "".join(f"<td{cls(c)}>{escape(_cell(record[c]))}</td>" for c in table.columns)
         rows.append(f"<tr{best}>{cells}</tr>")
     return (
-        f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
+        # A long table scrolls in its box (its head stays), so the views below stay near.
+        f'<div class="scroll rows"><table><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
 

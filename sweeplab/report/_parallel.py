@@ -4,6 +4,7 @@ One line per trial through its status, its value in the view and its params, eac
 to 0..1 with its ticks as annotations (``optuna.visualization.plot_parallel_coordinate`` draws
 the same way; plotly's ``Parcoords`` would need WebGL, which a browser without a GPU may lack).
 Optuna's own plot draws only COMPLETE trials and cannot show a trial's status, hence this one.
+Of more than ``DENSE_TRIALS`` trials, the lines are drawn in one trace per colour, without hover.
 """
 
 from __future__ import annotations
@@ -13,7 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sweeplab.report._views import GREY, View, add_view_buttons, statuses
+from sweeplab.report._views import (
+    DENSE_TRIALS,
+    GREY,
+    View,
+    add_view_buttons,
+    rounded,
+    statuses,
+)
 
 if TYPE_CHECKING:
     import optuna
@@ -23,7 +31,11 @@ NONE_LABEL = "none"
 # The "none" mark sits this share of an axis's span below it (as Optuna's "None" mark).
 _MARK_GAP = 0.1
 _LINES = ("y", "line.color", "line.width", "customdata", "hovertemplate")
-_SCALE = ("marker.cmin", "marker.cmax", "marker.colorbar.title.text")
+_DENSE_LINES = ("x", "y")
+# A dense figure's lines take this many colours of the scale (and grey).
+_BINS = 16
+# Significant digits of a line's place on an axis (0..1): a tenth of a pixel.
+_POSITION_DIGITS = 4
 
 
 @dataclass(frozen=True)
@@ -110,32 +122,52 @@ def _status_axis(trials: list[optuna.trial.FrozenTrial], order: list[str]) -> _A
     return _Axis("status", values, found, 0.0, max(len(order) - 1, 1), ticks)
 
 
+def _shares(view: View, mode: str) -> tuple[list[float | None], float, float]:
+    """Each trial's place on the colour scale, 0 (the best value) to 1 (``None``: grey, no
+    value at the step), and the range of the scale."""
+    reached = [v for v, b in zip(view.values, view.before, strict=True) if v is not None and not b]
+    low, high = (min(reached), max(reached)) if reached else (0.0, 1.0)
+    shares: list[float | None] = []
+    for value, before in zip(view.values, view.before, strict=True):
+        if value is None or before:
+            shares.append(None)
+            continue
+        share = (value - low) / (high - low) if high > low else 0.5
+        # The best values are the darkest: the low end of Viridis.
+        shares.append(share if mode == "min" else 1 - share)
+    return shares, low, high
+
+
 def _colors(view: View, mode: str) -> tuple[list[str], float, float]:
     """Each trial's line colour (by its value at the step, grey without one) and the range
     of the colour scale."""
     import plotly.colors
 
-    reached = [v for v, b in zip(view.values, view.before, strict=True) if v is not None and not b]
-    low, high = (min(reached), max(reached)) if reached else (0.0, 1.0)
+    shares, low, high = _shares(view, mode)
     scale = plotly.colors.sequential.Viridis
-    colors = []
-    for value, before in zip(view.values, view.before, strict=True):
-        if value is None or before:
-            colors.append(GREY)
-            continue
-        share = (value - low) / (high - low) if high > low else 0.5
-        # The best values are the darkest: the low end of Viridis.
-        share = share if mode == "min" else 1 - share
-        colors.append(plotly.colors.sample_colorscale(scale, [share])[0])
+    colors = [
+        GREY if share is None else plotly.colors.sample_colorscale(scale, [share])[0]
+        for share in shares
+    ]
     return colors, low, high
+
+
+def _scale(view: View, low: float, high: float) -> dict[str, Any]:
+    # One value each: plotly.js gives a restyle's short array to its traces in turn.
+    return {
+        "marker.cmin": [rounded(low)],
+        "marker.cmax": [rounded(high)],
+        "marker.colorbar.title.text": [view.axis],
+    }
 
 
 def _traces(
     view: View, axes: list[_Axis], trials: list[optuna.trial.FrozenTrial], mode: str
-) -> list[dict[str, Any]]:
-    """Every trace of the figure in the view, by the flat names ``Plotly.update`` takes: one
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Every line of the figure in the view, by the flat names ``Plotly.update`` takes: one
     line per trial (grey ones first, then from the worst value to the best, drawn on top),
-    the colour scale, and the legend of the grey lines."""
+    then those of the colour scale and of the legend of the grey lines; and the scale's
+    range."""
     value_axis = _numeric_axis(view.axis, view.values)
     drawn = [axes[0], value_axis, *axes[1:]]
     columns = [axis.scaled() for axis in drawn]
@@ -153,17 +185,44 @@ def _traces(
         name = f"trial {trial.user_attrs.get('trial_id')} ({trial.user_attrs.get('status')})"
         traces.append(
             {
-                "y": [column[i] for column in columns],
+                "y": [rounded(column[i], _POSITION_DIGITS) for column in columns],
                 "line.color": colors[i],
                 "line.width": 1.0 if colors[i] == GREY else 1.6,
                 "customdata": [[axis.label, axis.texts[i]] for axis in drawn],
                 "hovertemplate": name + "<br>%{customdata[0]}: %{customdata[1]}<extra></extra>",
             }
         )
-    scale = {"marker.cmin": low, "marker.cmax": high, "marker.colorbar.title.text": view.axis}
     rest: dict[str, Any] = {"y": [None, None], "line.color": GREY, "line.width": 1.0}
     rest.update({"customdata": [], "hovertemplate": ""})
-    return [{**t, **scale} for t in traces] + [{**rest, **scale}, {**rest, **scale}]
+    return [*traces, rest, rest], _scale(view, low, high)
+
+
+def _bin_colors() -> list[str]:
+    import plotly.colors
+
+    shares = [(b + 0.5) / _BINS for b in reversed(range(_BINS))]
+    return [GREY, *plotly.colors.sample_colorscale(plotly.colors.sequential.Viridis, shares)]
+
+
+def _dense_traces(
+    view: View, axes: list[_Axis], trials: list[optuna.trial.FrozenTrial], mode: str
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The lines of a dense figure in the view: one trace per colour of ``_bin_colors`` (grey,
+    then the scale's ``_BINS`` colours from the worst value to the best, drawn on top), each
+    trial's line in the trace of its colour, the lines split by gaps; then the colour scale's
+    and the legend's; and the scale's range."""
+    value_axis = _numeric_axis(view.axis, view.values)
+    drawn = [axes[0], value_axis, *axes[1:]]
+    columns = [[rounded(v, _POSITION_DIGITS) for v in axis.scaled()] for axis in drawn]
+    shares, low, high = _shares(view, mode)
+    bins: list[dict[str, list[Any]]] = [{"x": [], "y": []} for _ in range(_BINS + 1)]
+    ticks = [*range(len(drawn)), None]
+    for i, share in enumerate(shares):
+        line = bins[0 if share is None else _BINS - min(int(share * _BINS), _BINS - 1)]
+        line["x"] += ticks
+        line["y"] += [*(column[i] for column in columns), None]
+    rest: dict[str, Any] = {"x": [None, None], "y": [None, None]}
+    return [*bins, rest, rest], _scale(view, low, high)
 
 
 def _annotations(view: View, axes: list[_Axis]) -> list[dict[str, Any]]:
@@ -182,21 +241,39 @@ def parallel_coordinates(views: list[View], default: int, mode: str) -> Figure:
     axes += [_param_axis(name, trials) for name in names]
     labels = [axes[0].label, views[default].axis, *names]
     x = list(range(len(labels)))
-    traces = _traces(views[default], axes, trials, mode)
+    # A dense figure draws its lines in a few traces, one per colour, without hover: a trace
+    # and a hover text per trial made a 10,000-trial page too large to open.
+    dense = len(trials) > DENSE_TRIALS
+    each = _dense_traces if dense else _traces
+    traces, scale = each(views[default], axes, trials, mode)
     figure = go.Figure()
-    for trace in traces[:-2]:
-        figure.add_trace(
-            go.Scatter(
-                x=x,
-                y=trace["y"],
-                mode="lines",
-                line={"color": trace["line.color"], "width": trace["line.width"]},
-                opacity=0.8,
-                customdata=trace["customdata"],
-                hovertemplate=trace["hovertemplate"],
-                showlegend=False,
+    if dense:
+        for trace, color in zip(traces[:-2], _bin_colors(), strict=True):
+            figure.add_trace(
+                go.Scatter(
+                    x=trace["x"],
+                    y=trace["y"],
+                    mode="lines",
+                    line={"color": color, "width": 1.0},
+                    opacity=0.6,
+                    hoverinfo="skip",
+                    showlegend=False,
+                )
             )
-        )
+    else:
+        for trace in traces[:-2]:
+            figure.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=trace["y"],
+                    mode="lines",
+                    line={"color": trace["line.color"], "width": trace["line.width"]},
+                    opacity=0.8,
+                    customdata=trace["customdata"],
+                    hovertemplate=trace["hovertemplate"],
+                    showlegend=False,
+                )
+            )
     figure.add_trace(
         go.Scatter(
             x=[None, None],
@@ -204,8 +281,8 @@ def parallel_coordinates(views: list[View], default: int, mode: str) -> Figure:
             mode="markers",
             marker={
                 "color": [0, 1],
-                "cmin": traces[-1]["marker.cmin"],
-                "cmax": traces[-1]["marker.cmax"],
+                "cmin": scale["marker.cmin"][0],
+                "cmax": scale["marker.cmax"][0],
                 "colorscale": "Viridis",
                 "reversescale": mode == "max",
                 "showscale": True,
@@ -227,8 +304,9 @@ def parallel_coordinates(views: list[View], default: int, mode: str) -> Figure:
     )
 
     def update(view: View) -> tuple[dict[str, Any], dict[str, Any]]:
-        lines = _traces(view, axes, trials, mode)
-        restyle = {key: [t[key] for t in lines] for key in (*_LINES, *_SCALE)}
+        lines, scale = each(view, axes, trials, mode)
+        keys = _DENSE_LINES if dense else _LINES
+        restyle = {key: [t[key] for t in lines] for key in keys} | scale
         relayout = {
             "title.text": _title(view),
             "xaxis.ticktext": [axes[0].label, view.axis, *names],

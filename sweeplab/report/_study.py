@@ -65,8 +65,9 @@ def _params(
     params = param_frame(data)
     pbt_values = _last_config_values(data)
     rows: dict[str, dict[str, Any]] = {}
-    for index, trial_id in trials["trial_id"].items():
-        values = {k: _plain(v) for k, v in params.loc[index].items() if not _missing(v)}
+    # Whole columns, not a row at a time: pandas' per-row access cost seconds a 1,000 trials.
+    for trial_id, row in zip(trials["trial_id"], params.to_dict("records"), strict=True):
+        values = {k: _plain(v) for k, v in row.items() if not _missing(v)}
         values.update(pbt_values.get(str(trial_id), {}))
         rows[str(trial_id)] = values
 
@@ -120,12 +121,16 @@ def _build(
     if trials.empty:
         return study
     rows, distributions = _params(data, space)
-    for index in sorted(trials.index, key=lambda i: str(trials.at[i, "trial_id"])):
-        trial_id = str(trials.at[index, "trial_id"])
-        status = str(trials.at[index, "status"])
+    columns = zip(
+        trials["trial_id"].astype(str),
+        trials["status"].astype(str),
+        trials["rank"],
+        trials["run_id"].astype(str),
+        strict=True,
+    )
+    for trial_id, status, rank, run_id in sorted(columns, key=lambda row: row[0]):
         state, values, extra = trial_of(trial_id, status)
         chosen = {n: v for n, v in rows[trial_id].items() if n in distributions}
-        rank = trials.at[index, "rank"]
         study.add_trial(
             optuna.trial.create_trial(
                 state=optuna.trial.TrialState[state],
@@ -136,7 +141,7 @@ def _build(
                     "trial_id": trial_id,
                     "rank": None if _missing(rank) else int(rank),
                     "status": status,
-                    "run_id": str(trials.at[index, "run_id"]),
+                    "run_id": run_id,
                     **extra.pop("user_attrs", {}),
                 },
                 **extra,

@@ -37,6 +37,11 @@ STATUS_COLORS = {
 }
 OTHER_COLOR = "#333333"
 GREY = "#c7c7c7"  # a trial without a value in the view, or one that ended before its rung
+# Past this many trials a figure's per-view data are kept compact (a few bytes a trial and
+# view): a 10,000-trial sweep drawn one trace and one hover text per trial made a 75 MB page.
+DENSE_TRIALS = 500
+# Significant digits of a value in a figure's data: more than a plot can show, fewer bytes.
+DIGITS = 6
 
 
 @dataclass(frozen=True)
@@ -162,6 +167,14 @@ def _fmt(value: float) -> str:
     return f"{value:.4g}"
 
 
+def rounded(value: float | None, digits: int = DIGITS) -> float | None:
+    """A float to ``digits`` significant digits, as the figures' JSON holds it (``None``, an
+    int and a non-finite float stay as they are)."""
+    if value is None or isinstance(value, int) or not math.isfinite(value):
+        return value
+    return float(f"{value:.{digits}g}")
+
+
 def slice_figure(views: list[View], default: int) -> Figure:
     """One panel per param: each trial that has it, its param value against its value in the
     view; colour: its status; an open marker: a trial that ended before the step, at its last
@@ -172,6 +185,10 @@ def slice_figure(views: list[View], default: int) -> Figure:
 
     study = views[default].study
     trials = study.get_trials(deepcopy=False)
+    # A dense slice keeps its hover text per trial (not per view) and its symbols as plotly's
+    # numbers (0: circle, 100: circle-open). It stays SVG: WebGL (`Scattergl`) draws in a
+    # browser without a GPU only through Chromium's software fallback, which is deprecated.
+    dense = len(trials) > DENSE_TRIALS
     names = sorted({name for t in trials for name in t.params})
     cols = min(len(names), 4)
     rows = math.ceil(len(names) / cols)
@@ -194,15 +211,21 @@ def slice_figure(views: list[View], default: int) -> Figure:
                 continue
             groups.append(members)
             x = [trials[i].params[name] for i in members]
+            hover = "%{text}<br>" + name + " %{x}<extra></extra>"
+            if dense:
+                hover = f"trial %{{text}} ({status}): %{{y:.4g}}<br>{name} %{{x}}<extra></extra>"
             figure.add_trace(
                 go.Scatter(
-                    x=[str(v) for v in x] if categorical else x,
+                    x=[str(v) for v in x] if categorical else [rounded(v) for v in x],
                     mode="markers",
                     name=status,
                     legendgroup=status,
                     showlegend=False,
-                    marker={"color": STATUS_COLORS.get(status, OTHER_COLOR), "size": 9},
-                    hovertemplate="%{text}<br>" + name + " %{x}<extra></extra>",
+                    marker={
+                        "color": STATUS_COLORS.get(status, OTHER_COLOR),
+                        "size": 5 if dense else 9,
+                    },
+                    hovertemplate=hover,
                 ),
                 row=row + 1,
                 col=col + 1,
@@ -235,13 +258,21 @@ def slice_figure(views: list[View], default: int) -> Figure:
             )
         )
 
+    trial_ids = [str(t.user_attrs.get("trial_id")) for t in trials]
+
     def points(view: View) -> dict[str, Any]:
-        trial_ids = [str(t.user_attrs.get("trial_id")) for t in trials]
-        y, symbols, text = [], [], []
+        y: list[list[float | None]] = []
+        symbols: list[list[int] | list[str]] = []
+        text: list[list[str]] = []
         for members in groups:
-            y.append([view.values[i] for i in members])
-            symbols.append(["circle-open" if view.before[i] else "circle" for i in members])
-            text.append([_point_text(view, trial_ids[i], trials[i], i) for i in members])
+            y.append([rounded(view.values[i]) for i in members])
+            if dense:
+                symbols.append([100 if view.before[i] else 0 for i in members])
+            else:
+                symbols.append(["circle-open" if view.before[i] else "circle" for i in members])
+                text.append([_point_text(view, trial_ids[i], trials[i], i) for i in members])
+        if dense:
+            return {"y": y, "marker.symbol": symbols}
         return {"y": y, "marker.symbol": symbols, "text": text}
 
     def update(view: View) -> tuple[dict[str, Any], dict[str, Any], list[int]]:
@@ -250,11 +281,11 @@ def slice_figure(views: list[View], default: int) -> Figure:
 
     first = points(views[default])
     for index, trace in enumerate(figure.data[: len(groups)]):
-        trace.update(
-            y=first["y"][index],
-            text=first["text"][index],
-            marker_symbol=first["marker.symbol"][index],
-        )
+        trace.update(y=first["y"][index], marker_symbol=first["marker.symbol"][index])
+        if dense:
+            trace.update(text=[trial_ids[i] for i in groups[index]])
+        else:
+            trace.update(text=first["text"][index])
     figure.update_yaxes(title_text=views[default].axis, row=1, col=1)
     add_view_buttons(
         figure,

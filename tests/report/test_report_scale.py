@@ -1,13 +1,23 @@
-"""The report at scale (no Ray): fANOVA rates a seeded sample of a large sweep's trials."""
+"""The report at scale (no Ray): fANOVA rates a seeded sample of a large sweep's trials, a long
+curve is thinned, and a dense sweep's figures stay a few bytes a trial and view."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
 
 from sweeplab.report import parameter_importance, sweep_figures, sweep_study
-from sweeplab.report._figures import IMPORTANCE_SAMPLE, importance_sample
+from sweeplab.report._figures import (
+    CURVE_POINTS,
+    IMPORTANCE_SAMPLE,
+    downsample_curve,
+    importance_sample,
+    learning_curves,
+)
+from sweeplab.report._parallel import parallel_coordinates
+from sweeplab.report._views import DENSE_TRIALS, slice_figure, sweep_views
 
 
 def _study(n: int, direction: str) -> Any:
@@ -95,3 +105,77 @@ def test_reads_at_scale_benchmark_runs_tiny(tmp_path: Any) -> None:
     import sweeplab
 
     assert len(sweeplab.load_sweep(SWEEP, uri).trials) == 20
+
+
+# -- a dense sweep: every trial in every view, in a few bytes a trial --------------------------
+
+
+@pytest.mark.parametrize(
+    ("values", "mode", "best"),
+    [
+        ([1.0 / (s + 1) for s in range(1000)], "min", 999),  # the best is the last point
+        ([abs(s - 412) for s in range(1000)], "min", 412),
+        ([-abs(s - 77) for s in range(1000)], "max", 77),
+    ],
+)
+def test_long_curve_is_thinned_through_its_first_last_and_best(
+    values: list[float], mode: str, best: int
+) -> None:
+    steps = list(enumerate(values, start=1))
+    thinned = downsample_curve(steps, mode)
+    assert CURVE_POINTS - 1 <= len(thinned) <= CURVE_POINTS  # the best may be a spread one
+    assert thinned[0] == steps[0] and thinned[-1] == steps[-1]
+    assert steps[best] in thinned
+    assert [s for s, _ in thinned] == sorted({s for s, _ in thinned})  # by step, no repeat
+    gaps = [b[0] - a[0] for a, b in itertools.pairwise(thinned)]
+    assert max(gaps) <= 2 * len(steps) / CURVE_POINTS  # evenly spread
+
+
+def test_short_curve_is_kept_whole() -> None:
+    steps = [(s, float(s)) for s in range(1, CURVE_POINTS + 1)]
+    assert downsample_curve(steps, "min") == steps
+
+
+def _dense_sweep(fake_sweep: Any) -> Any:
+    n = DENSE_TRIALS + 100
+    rows = []
+    for i in range(n):
+        config: dict[str, Any] = {"x": (i * 7919 % n) / n, "opt.name": "sgd" if i % 2 else "adam"}
+        if i % 2:
+            config["opt.momentum"] = round(0.5 + (i % 50) / 100, 2)
+        steps = 9 if i % 10 == 0 else 3 if i % 3 == 0 else 1
+        status = "finished" if steps == 9 else "stopped_early"
+        rows.append({"value": config["x"], "steps": steps, "status": status, "config": config})
+    return fake_sweep(sorted(rows, key=lambda r: r["value"]))
+
+
+def test_dense_sweep_draws_every_trial_in_every_view_compactly(fake_sweep: Any) -> None:
+    data = _dense_sweep(fake_sweep)
+    n = len(data.trials)
+    views, default = sweep_views(data)
+    assert [v.button for v in views] == ["step 1", "step 3", "step 9", "best so far", "last value"]
+
+    curves = learning_curves(views, "loss")
+    assert [t.name for t in curves.data] == ["finished", "stopped_early"]  # a trace a status
+    ids = {text for t in curves.data for text in t.text if text is not None}
+    assert ids == set(data.trials["trial_id"])
+    assert sum(y is not None for t in curves.data for y in t.y) == len(data.history)
+
+    parallel = parallel_coordinates(views, default, "min")
+    (menu,) = parallel.layout.updatemenus
+    for button in menu.buttons:
+        lines = button.args[0]["y"][:-2]  # the colour traces; then the scale's and the legend's
+        assert sum(y is None for line in lines for y in line) == n  # a gap ends each line
+        assert all(len(line) % 6 == 0 for line in lines)  # status, value, 3 params, gap
+    assert len(parallel.to_json()) / n < 800  # bytes a trial, every view in it
+
+    sliced = slice_figure(views, default)
+    x_panel = [t for t in sliced.data if t.xaxis == "x3"]  # params by name: momentum, name, x
+    assert sum(len(t.x) for t in x_panel) == n
+    (menu,) = sliced.layout.updatemenus
+    for button in menu.buttons:
+        symbols = [s for trace in button.args[0]["marker.symbol"] for s in trace]
+        assert set(symbols) <= {0, 100}  # circle, circle-open (ended before the step)
+    step9 = menu.buttons[2].args[0]["marker.symbol"]
+    assert 100 in {s for trace in step9 for s in trace}  # most trials ended before step 9
+    assert len(sliced.to_json()) / n < 1000
