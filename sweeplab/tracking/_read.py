@@ -22,6 +22,7 @@ from sweeplab.keys import (
 )
 from sweeplab.pareto import Constraint, Objective
 from sweeplab.tracking._flusher import PARENT_TAG
+from sweeplab.tracking._history import metric_histories
 from sweeplab.tracking._ranking import SweepSummary
 from sweeplab.tracking._run_records import summary_of_runs, sweep_objectives, trial_config
 
@@ -226,12 +227,13 @@ def load_sweep(
     metric, mode = settings.get("metric", ""), settings.get("mode", "min")
     rows, points, histories = [], [], []
     children = _children(client, parent)
+    by_run = metric_histories(client, uri, children)
     for child in children:
         tags, run_id = child.data.tags, child.info.run_id
         trial_id = tags.get(TRIAL_ID_TAG, run_id)
         rank = int(tags[RANK_TAG]) if tags.get(RANK_TAG) else None
         curve: dict[int, float] = {}
-        fetched = {key: client.get_metric_history(run_id, key) for key in child.data.metrics}
+        fetched = by_run[run_id]
         histories.append(fetched)
         for key in child.data.metrics:
             for point in fetched[key]:
@@ -304,18 +306,9 @@ def load_summary(name: str, tracking_uri: str | None = None) -> SweepSummary:
     client, uri = tracking_client(tracking_uri)
     parent = latest_sweep_run(client, name, uri)
     objectives, _ = sweep_objectives(parent)
-    wanted = {o.name for o in objectives}
-    runs = [
-        (
-            child,
-            {
-                key: client.get_metric_history(child.info.run_id, key)
-                for key in child.data.metrics
-                if key in wanted
-            },
-        )
-        for child in _children(client, parent)
-    ]
+    children = _children(client, parent)
+    by_run = metric_histories(client, uri, children, keys={o.name for o in objectives})
+    runs = [(child, by_run[child.info.run_id]) for child in children]
     return summary_of_runs(parent, runs, _best_from_parent(client, parent, uri), uri)
 
 
