@@ -1,0 +1,165 @@
+"""What one driver adds per trial in a sweep of many short trials, tracked and untracked.
+
+python -m benchmarks.trials_at_scale [--trials 1000] [--arms tracked,tracked-fsync,untracked]
+    [--out benchmarks/results/trials_at_scale.json]
+
+Each arm runs the same sweep in a fresh process, one after the other: one-worker trials of 3
+reports x 10 ms, ASHA, random search, on a local Ray with 2 CPUs; `tracked` records into a new
+SQLite store (as `sweeplab sweep` does: WAL mode), `tracked-fsync` the same with
+``SWEEPLAB_SQLITE_WAL=0`` (MLflow's defaults, a disk sync per commit), `untracked` records
+nothing. For each arm: the sweep's wall time, the overhead per trial per slot
+((wall - minimum) x slots / trials, where minimum is the trials' own sleep spread over the
+slots), and the driver process's peak RSS. The ratios are against `untracked`, in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+REPORTS, SLEEP_S, SLOTS = 3, 0.01, 2
+ARMS = ("tracked", "tracked-fsync", "untracked")
+DEFAULT_OUT = ROOT / "benchmarks" / "results" / "trials_at_scale.json"
+
+SPEC = """
+import time
+
+import ray.train
+
+import sweeplab
+from sweeplab import uniform
+
+
+def train_func(config):
+    for step in range({reports}):
+        time.sleep({sleep})
+        ray.train.report({{"loss": config["x"] + 1.0 / (step + 1)}})
+
+
+sweep = sweeplab.Sweep(
+    name="many", train_func=train_func, space={{"x": uniform(0, 1)}}, metric="loss",
+    mode="min", scheduler="asha", num_trials={trials}, max_iterations={reports}, seed=0,
+)
+"""
+
+
+def _arm(name: str, trials: int, folder: Path) -> dict[str, Any]:
+    """One arm, in this process: the sweep's wall time and this driver's peak RSS."""
+    from sweeplab.engine import SweepOptions, run_sweep
+    from sweeplab.spec import load_spec
+
+    spec = folder / "spec.py"
+    spec.write_text(SPEC.format(reports=REPORTS, sleep=SLEEP_S, trials=trials))
+    options = SweepOptions(
+        spec_path=spec,
+        storage=folder / "runs",
+        tracking_uri=f"sqlite:///{folder / 'mlflow.db'}",
+        live=False,
+        track=name != "untracked",
+    )
+    begin = time.perf_counter()
+    outcome = run_sweep(load_spec(spec), options)
+    wall = time.perf_counter() - begin
+    return {
+        "wall_s": round(wall, 1),
+        "trials": outcome.trials,
+        "slots": outcome.plan.concurrency,
+        "errored": outcome.errored,
+        "driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    }
+
+
+def run_arm(name: str, trials: int) -> dict[str, Any]:
+    """`_arm` in a fresh interpreter; its JSON result."""
+    env = dict(os.environ)
+    if name == "tracked-fsync":
+        env["SWEEPLAB_SQLITE_WAL"] = "0"
+    with tempfile.TemporaryDirectory(prefix="trials-at-scale-") as folder:
+        done = subprocess.run(
+            [sys.executable, "-m", "benchmarks.trials_at_scale", "--arm", name,
+             "--trials", str(trials), "--folder", folder],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=7200,
+        )  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"arm {name} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    minimum = trials * REPORTS * SLEEP_S / SLOTS
+    result["minimum_s"] = round(minimum, 1)
+    result["overhead_ms_per_trial_per_slot"] = round(
+        (result["wall_s"] - minimum) * SLOTS / trials * 1000, 1
+    )
+    return result
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=1000)
+    parser.add_argument("--arms", default=",".join(ARMS))
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "benchmarks/results/trials_at_scale.json"
+    )
+    parser.add_argument("--arm", help=argparse.SUPPRESS)
+    parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.arm:
+        print(json.dumps(_arm(args.arm, args.trials, args.folder)))
+        return
+
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    load_start = os.getloadavg()
+    arms = {}
+    for name in args.arms.split(","):
+        console.print(f"{name}: {args.trials} trials ...")
+        arms[name] = run_arm(name, args.trials)
+        console.print(f"  {arms[name]}")
+    base = arms.get("untracked")
+    table = Table(
+        title=f"{args.trials} trials of {REPORTS} x {SLEEP_S * 1000:.0f} ms, ASHA, 2 CPUs"
+    )
+    for column in (
+        "arm",
+        "wall s",
+        "overhead ms/trial/slot",
+        "driver peak RSS MB",
+        "wall / untracked",
+    ):
+        table.add_column(column, justify="right")
+    for name, arm in arms.items():
+        ratio = f"{arm['wall_s'] / base['wall_s']:.2f}" if base else "-"
+        table.add_row(
+            name, str(arm["wall_s"]), str(arm["overhead_ms_per_trial_per_slot"]),
+            str(arm["driver_peak_rss_mb"]), ratio,
+        )  # fmt: skip
+    console.print(table)
+    result = {
+        "trials": args.trials,
+        "arms": arms,
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "load_start": load_start,
+            "load_end": os.getloadavg(),
+        },
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    console.print(f"written to {args.out}")
+
+
+if __name__ == "__main__":
+    main()
