@@ -43,6 +43,10 @@ class RandomInterleavedSampler(WrappedSampler):
         seed: Seeds the choices and the random proposals; None: not reproducible.
     """
 
+    # The last trial's (number, draw): every call about a trial asks again, once per
+    # parameter. A class default, so that a sampler pickled without it still loads.
+    _last: tuple[int, float] | None = None
+
     def __init__(self, base: BaseSampler, fraction: float, *, seed: int | None = None) -> None:
         if isinstance(fraction, bool) or not 0 <= fraction < 1:
             raise ValueError(f"`0 <= fraction < 1` must hold, but got {fraction=}.")
@@ -53,7 +57,9 @@ class RandomInterleavedSampler(WrappedSampler):
 
     def is_random(self, number: int) -> bool:
         """Whether trial ``number`` is proposed at random."""
-        return trial_draw(self._entropy, RANDOM_PATH, number) < self.fraction
+        if self._last is None or self._last[0] != number:
+            self._last = (number, trial_draw(self._entropy, RANDOM_PATH, number))
+        return self._last[1] < self.fraction
 
     def infer_relative_search_space(
         self, study: optuna.Study, trial: FrozenTrial
@@ -83,3 +89,4 @@ class RandomInterleavedSampler(WrappedSampler):
         super().reseed_rng()
         self.random.reseed_rng()
         self._entropy = seed_entropy(None)
+        self._last = None

@@ -31,10 +31,11 @@ trial of the study under its own number, which the base sampler relies on.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import warnings
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import optuna
@@ -77,6 +78,46 @@ class _Views:
 
 
 @dataclasses.dataclass
+class _Scan:
+    """What the sampler has read of its study's trials, kept up to date trial by trial.
+
+    A finished trial never changes (Optuna's storages refuse to update it), so it is read once,
+    when it is first seen finished; each call reads only the new trials and those still open.
+    A suggestion then costs in proportion to the trials that changed, not to the whole study.
+
+    Attributes:
+        study: The study read (a sampler serves one study).
+        read: Trials read so far: the study's numbers ``0 .. read - 1``.
+        open: Those of them that were running or waiting when last read.
+        finished: Those of them finished.
+        pruned: Whether one of them ended PRUNED.
+        step_counts: How many ended trials reported each step (as `_step_counts`).
+    """
+
+    study: optuna.Study
+    read: int = 0
+    open: list[int] = dataclasses.field(default_factory=list)
+    finished: int = 0
+    pruned: bool = False
+    step_counts: Counter[int] = dataclasses.field(default_factory=Counter)
+
+    def update(self, trials: Sequence[FrozenTrial]) -> None:
+        """Reads the trials that are new or were open (``trials[n]`` is trial ``n``)."""
+        still_open = []
+        for number in _changed(self.open, self.read, len(trials)):
+            t = trials[number]
+            if not t.state.is_finished():
+                still_open.append(number)
+                continue
+            self.finished += 1
+            if t.state in _ENDED:
+                self.step_counts.update(t.intermediate_values.keys())
+            self.pruned = self.pruned or t.state == TrialState.PRUNED
+        self.open = still_open
+        self.read = len(trials)
+
+
+@dataclasses.dataclass
 class _View:
     """The view of the study at one target, kept in step with the study trial by trial.
 
@@ -90,11 +131,14 @@ class _View:
         study: The view, on a storage of its own.
         storage: That storage (public API: ``set_trial_param``, ``set_trial_state_values``...).
         mirrored: Per trial number, the study's (state, params) when last synced.
+        open: The numbers of the trials mirrored unfinished: a finished trial never changes,
+            so only these (and new trials) are compared at the next sync.
     """
 
     study: optuna.Study
     storage: optuna.storages.BaseStorage
     mirrored: list[tuple[TrialState, int]] = dataclasses.field(default_factory=list)
+    open: list[int] = dataclasses.field(default_factory=list)
 
     def trial_id(self, number: int) -> int:
         study_id = self.storage.get_study_id_from_name(self.study.study_name)
@@ -155,6 +199,7 @@ class RungSampler(WrappedSampler):
         self._entropy = seed_entropy(seed)
         self._cache: _Views | None = None
         self._views: dict[int | str, _View] = {}
+        self._scan: _Scan | None = None
 
     def infer_relative_search_space(
         self, study: optuna.Study, trial: FrozenTrial
@@ -182,7 +227,9 @@ class RungSampler(WrappedSampler):
 
     def rung(self, trials: Sequence[FrozenTrial]) -> int | None:
         """The highest step that at least ``min_points`` ended trials reported, or None."""
-        counts = _step_counts(trials)
+        return self._highest(_step_counts(trials))
+
+    def _highest(self, counts: Counter[int]) -> int | None:
         enough = [step for step, n in counts.items() if n >= self.min_points]
         return max(enough) if enough else None
 
@@ -233,13 +280,18 @@ class RungSampler(WrappedSampler):
 
     def _view(self, study: optuna.Study, trial: FrozenTrial) -> tuple[optuna.Study, FrozenTrial]:
         trials = study.get_trials(deepcopy=False)
-        key = (len(trials), sum(t.state.is_finished() for t in trials))
+        scan = self._read(study, trials)
+        key = (len(trials), scan.finished)
         if self._cache is None or self._cache.key != key:
-            weights = {} if self.aggregate == _LAST else self.rung_weights(trials)
+            weights: dict[int, float] = {}
+            if self.weighting:
+                weights = self.rung_weights(trials)
+            elif self.aggregate != _LAST and (top := self._highest(scan.step_counts)) is not None:
+                weights = {top: 1.0}  # rung_weights(trials) without weighting, from the scan
             self._cache = _Views(key, weights)
         target: int | str | None
         if self.aggregate == _LAST:
-            target = _LAST if any(t.state == TrialState.PRUNED for t in trials) else None
+            target = _LAST if scan.pruned else None
         else:
             target = self.pick_rung(self._cache.weights, trial.number)
         if target is None:
@@ -260,15 +312,32 @@ class RungSampler(WrappedSampler):
         # through the trial (its system attributes) lands in the view's storage.
         return view.study, view.study.get_trials(deepcopy=False)[trial.number]
 
+    def _read(self, study: optuna.Study, trials: Sequence[FrozenTrial]) -> _Scan:
+        """The scan of `study`, brought up to date with its `trials`."""
+        scan = self._scan
+        if scan is None or scan.study is not study:
+            # Another study (a sampler serves one): read it afresh, and mirror it afresh.
+            scan = self._scan = _Scan(study)
+            self._cache = None
+            self._views = {}
+        scan.update(trials)
+        return scan
+
     def _sync(self, view: _View, trials: Sequence[FrozenTrial], target: int | str) -> None:
-        """Brings `view` in step with the study's `trials` (see `_View`)."""
-        for t in trials:
+        """Brings `view` in step with the study's `trials` (see `_View`).
+
+        Only the new trials and those mirrored unfinished are compared, in number order.
+        """
+        still_open = []
+        for number in _changed(view.open, len(view.mirrored), len(trials)):
+            t = trials[number]
+            if not t.state.is_finished():
+                still_open.append(number)
             seen = (t.state, len(t.params))
-            if t.number < len(view.mirrored):
-                if view.mirrored[t.number] == seen:
-                    continue
-                self._update(view, t, target)
-                view.mirrored[t.number] = seen
+            if number < len(view.mirrored):
+                if view.mirrored[number] != seen:
+                    self._update(view, t, target)
+                    view.mirrored[number] = seen
                 continue
             state, value, steps = self._observed(t, target)
             with warnings.catch_warnings():
@@ -284,6 +353,7 @@ class RungSampler(WrappedSampler):
                     )
                 )
             view.mirrored.append(seen)
+        view.open = still_open
 
     def _update(self, view: _View, t: FrozenTrial, target: int | str) -> None:
         """Mirrors a trial that was running in `view`: its new params, then how it ended."""
@@ -327,11 +397,17 @@ class RungSampler(WrappedSampler):
         return (TrialState.PRUNED if self.view == "pruned" else TrialState.FAIL), None, steps
 
     def __getstate__(self) -> dict[str, Any]:
-        # The views are rebuilt from the study; Tune pickles the searcher with its sampler.
-        return {**self.__dict__, "_cache": None, "_views": {}}
+        # The views and the scan are rebuilt from the study; Tune pickles the searcher with its
+        # sampler.
+        return {**self.__dict__, "_cache": None, "_views": {}, "_scan": None}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update({"_views": {}, **state})
+        self.__dict__.update({"_views": {}, "_scan": None, **state})
+
+
+def _changed(open_numbers: list[int], read: int, total: int) -> Iterable[int]:
+    """The trial numbers to read again: those open when last read, then the new ones."""
+    return itertools.chain(open_numbers, range(read, total))
 
 
 def _step_counts(trials: Sequence[FrozenTrial]) -> Counter[int]:
