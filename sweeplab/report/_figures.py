@@ -15,6 +15,7 @@ from sweeplab.report._views import (
     DENSE_TRIALS,
     OTHER_COLOR,
     STATUS_COLORS,
+    SweepTrials,
     View,
     add_view_buttons,
     rounded,
@@ -38,28 +39,42 @@ _IMPORTANCE_SEED = 0
 IMPORTANCE_SAMPLE = 150
 
 
-def _evaluator() -> Any:
+# Optuna's default forest. A dense sweep's other views, which the reader opens on demand, are
+# rated by a smaller one: fANOVA's time grows with the trees, and it was most of the report's.
+_TREES = 64
+_VIEW_TREES = 16
+
+
+def _evaluator(trees: int = _TREES) -> Any:
     from optuna.importance import FanovaImportanceEvaluator
 
-    return FanovaImportanceEvaluator(seed=_IMPORTANCE_SEED)
+    return FanovaImportanceEvaluator(n_trees=trees, seed=_IMPORTANCE_SEED)
 
 
-def _importance_params(study: optuna.Study) -> tuple[list[str], str | None]:
-    """The params fANOVA can rate, and a note on what it left out (``None`` if nothing)."""
-    from optuna.trial import TrialState
-
-    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+def _importance_params(complete: list[dict[str, Any]]) -> tuple[list[str], str | None]:
+    """The params fANOVA can rate over the params of the trials with a value, and a note on
+    what it left out (``None`` if nothing)."""
     if len(complete) < 2:
         return [], f"{len(complete)} trial(s) with a value; importance needs at least 2"
-    common = set.intersection(*(set(t.params) for t in complete))
-    conditional = sorted(set.union(*(set(t.params) for t in complete)) - common)
-    varying = sorted(p for p in common if len({repr(t.params[p]) for t in complete}) > 1)
+    common = set.intersection(*(set(p) for p in complete))
+    conditional = sorted(set.union(*(set(p) for p in complete)) - common)
+    varying = sorted(n for n in common if len({repr(p[n]) for p in complete}) > 1)
     if not varying:
         return [], "no param varies across the trials with a value"
     # fANOVA needs every param in every trial; the branch choice (`optimizer.name`) is always
     # there and carries its branch's effect.
     note = "conditional params left out: " + ", ".join(conditional) if conditional else None
     return varying, note
+
+
+def _sample(values: list[float], minimize: bool, size: int) -> list[int]:
+    """The positions of the values fANOVA rates: all of them, or of more than ``size``, a
+    seeded sample of ``size`` that holds the (first) best one, in their order."""
+    if len(values) <= size:
+        return list(range(len(values)))
+    best = (min if minimize else max)(range(len(values)), key=values.__getitem__)
+    rest = [i for i in range(len(values)) if i != best]
+    return sorted([best, *random.Random(_IMPORTANCE_SEED).sample(rest, size - 1)])
 
 
 def importance_sample(study: optuna.Study, size: int = IMPORTANCE_SAMPLE) -> optuna.Study:
@@ -75,15 +90,34 @@ def importance_sample(study: optuna.Study, size: int = IMPORTANCE_SAMPLE) -> opt
     complete = [t for t in trials if t.state == TrialState.COMPLETE]
     if len(complete) == len(trials) <= size:
         return study
-    if len(complete) > size:
-        best = (min if study.direction == optuna.study.StudyDirection.MINIMIZE else max)(
-            complete, key=lambda t: t.value
-        )
-        rest = [t for t in complete if t is not best]
-        picked = random.Random(_IMPORTANCE_SEED).sample(rest, size - 1)
-        complete = sorted([best, *picked], key=lambda t: t.number)
+    minimize = study.direction == optuna.study.StudyDirection.MINIMIZE
+    picked = _sample([float(t.value) for t in complete], minimize, size)
     sample = optuna.create_study(direction=study.direction)
-    sample.add_trials(complete)
+    sample.add_trials([complete[i] for i in picked])
+    return sample
+
+
+def view_sample(view: View, size: int = IMPORTANCE_SAMPLE) -> optuna.Study:
+    """The study fANOVA rates in a view, as :func:`importance_sample` of its
+    :func:`rung_study` picks it, built from the sampled trials alone."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    trials = view.trials
+    rated = view.rated()
+    values = [value for i in rated if (value := view.values[i]) is not None]
+    picked = [rated[i] for i in _sample(values, trials.mode == "min", size)]
+    sample = optuna.create_study(direction="minimize" if trials.mode == "min" else "maximize")
+    sample.add_trials(
+        [
+            optuna.trial.create_trial(
+                value=view.values[i],
+                params=trials.rows[i].params,
+                distributions={n: trials.distributions[n] for n in trials.rows[i].params},
+            )
+            for i in picked
+        ]
+    )
     return sample
 
 
@@ -103,8 +137,10 @@ def parameter_importance(study: optuna.Study) -> pd.Series:
     """
     import optuna
     import pandas as pd
+    from optuna.trial import TrialState
 
-    params, note = _importance_params(study)
+    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    params, note = _importance_params([t.params for t in complete])
     result = pd.Series(dtype=float, name="importance")
     if params:
         importances = optuna.importance.get_param_importances(
@@ -151,30 +187,28 @@ def learning_curves(views: list[View], metric: str) -> Figure:
     a curve of more than ``CURVE_POINTS`` points through that many, its best one among them),
     coloured by status: one trace per status, its trials' lines split by gaps, the trial in
     each point's hover; dotted lines at the rungs of the views."""
-    import optuna
     import plotly.graph_objects as go
 
-    # A view by value keeps every step of every trial (a view at a step cuts them there).
-    study = next(v.study for v in views if not isinstance(v.key, int))
-    mode = "max" if study.direction == optuna.study.StudyDirection.MAXIMIZE else "min"
-    trials = [t for t in study.get_trials(deepcopy=False) if t.intermediate_values]
-    dense = len(trials) > DENSE_TRIALS
+    sweep = views[0].trials
+    members = [i for i, curve in enumerate(sweep.curves) if curve]
+    dense = len(members) > DENSE_TRIALS
     figure = go.Figure()
-    for status in statuses(study):
+    for status in statuses(sweep.statuses):
         x: list[int | None] = []
         y: list[float | None] = []
         text: list[str | None] = []
-        for trial in trials:
-            if str(trial.user_attrs.get("status")) != status:
+        for i in members:
+            row = sweep.rows[i]
+            if row.status != status:
                 continue
-            steps = downsample_curve(sorted(trial.intermediate_values.items()), mode)
+            steps = downsample_curve(sorted(sweep.curves[i].items()), sweep.mode)
             if x:  # a gap ends the previous trial's line
                 x.append(None)
                 y.append(None)
                 text.append(None)
             x += [step for step, _ in steps]
             y += [rounded(value) for _, value in steps]
-            text += [str(trial.user_attrs.get("trial_id"))] * len(steps)
+            text += [row.trial_id] * len(steps)
         if not x:
             continue
         figure.add_trace(
@@ -199,7 +233,7 @@ def learning_curves(views: list[View], metric: str) -> Figure:
     for view in views:
         if isinstance(view.key, int):
             figure.add_vline(x=view.key, line={"dash": "dot", "color": "#999", "width": 1})
-    last = max(max(t.intermediate_values) for t in trials)
+    last = max(max(sweep.curves[i]) for i in members)
     figure.update_layout(
         title="Learning curves",
         xaxis={"title": "step (report)", "dtick": max(1, math.ceil(last / 10))},
@@ -224,28 +258,26 @@ def _ranked_values(data: SweepData, name: str) -> dict[str, float | None]:
     }
 
 
-def optimization_history(data: SweepData, study: optuna.Study, metric: str, mode: str) -> Figure:
+def optimization_history(data: SweepData, trials: SweepTrials, metric: str, mode: str) -> Figure:
     """Every trial with a value in the order Tune created them, at its ranked value, coloured
     by status, and the best value so far (diverged trials, which the sweep ranks last, left
     out of it)."""
     import plotly.graph_objects as go
 
     values = _ranked_values(data, metric)
-    trials = study.get_trials(deepcopy=False)
     figure = go.Figure()
-    for status in statuses(study):
+    for status in statuses(trials.statuses):
         members = [
-            t
-            for t in trials
-            if t.user_attrs.get("status") == status
-            and values.get(str(t.user_attrs.get("trial_id"))) is not None
+            (number, row.trial_id)
+            for number, row in enumerate(trials.rows)
+            if row.status == status and values.get(row.trial_id) is not None
         ]
         if members:
             figure.add_trace(
                 go.Scatter(
-                    x=[t.number for t in members],
-                    y=[values[str(t.user_attrs["trial_id"])] for t in members],
-                    text=[str(t.user_attrs["trial_id"]) for t in members],
+                    x=[number for number, _ in members],
+                    y=[values[trial_id] for _, trial_id in members],
+                    text=[trial_id for _, trial_id in members],
                     mode="markers",
                     name=status,
                     marker={"color": STATUS_COLORS.get(status, OTHER_COLOR), "size": 9},
@@ -255,15 +287,11 @@ def optimization_history(data: SweepData, study: optuna.Study, metric: str, mode
     pick = min if mode == "min" else max
     best: list[float] = []
     numbers: list[int] = []
-    for t in trials:
-        value = values.get(str(t.user_attrs.get("trial_id")))
-        if (
-            value is not None
-            and math.isfinite(value)
-            and t.user_attrs.get("status") != STATUS_DIVERGED
-        ):
+    for number, row in enumerate(trials.rows):
+        value = values.get(row.trial_id)
+        if value is not None and math.isfinite(value) and row.status != STATUS_DIVERGED:
             best.append(value if not best else pick(best[-1], value))
-            numbers.append(t.number)
+            numbers.append(number)
     if best:
         figure.add_trace(
             go.Scatter(
@@ -288,30 +316,42 @@ def optimization_history(data: SweepData, study: optuna.Study, metric: str, mode
 
 def importance_figure(views: list[View], default: int, metric: str) -> Figure:
     """fANOVA's importances in each view (``optuna.visualization.plot_param_importances`` of
-    its study), one bar trace whose data the buttons switch; a view without importances shows
-    why."""
+    its :func:`view_sample`), one bar trace whose data the buttons switch; a view without
+    importances shows why. Of a dense sweep, the views other than the first are rated by a
+    forest of ``_VIEW_TREES`` trees (the caption says so); views that rate the same values
+    share one rating."""
     import plotly.graph_objects as go
     from optuna import visualization as vis
 
-    def bars(view: View) -> tuple[dict[str, Any], dict[str, Any]]:
-        params, note = _importance_params(view.study)
+    dense = len(views[default].trials.rows) > DENSE_TRIALS
+    rated: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+    def bars(index: int, view: View) -> tuple[dict[str, Any], dict[str, Any]]:
+        trials = view.trials
+        used = view.rated()
+        params, note = _importance_params([trials.rows[i].params for i in used])
+        trees = _VIEW_TREES if dense and index != default else _TREES
         restyle: dict[str, Any] = {"x": [[]], "y": [[]], "text": [[]], "hovertemplate": [[]]}
         if params:
-            drawn = vis.plot_param_importances(
-                importance_sample(view.study),
-                evaluator=_evaluator(),
-                params=params,
-                target_name=view.axis,
-            )
-            (bar,) = drawn.data
-            restyle = {k: [list(bar[k])] for k in ("x", "y", "text", "hovertemplate")}
-        used = sum(v is not None and not b for v, b in zip(view.values, view.before, strict=True))
-        caption = f"fANOVA over the {used} trial(s) with a value"
-        if used > IMPORTANCE_SAMPLE:
+            key = (tuple(used), tuple(view.values[i] for i in used), trees, view.axis)
+            if key not in rated:
+                drawn = vis.plot_param_importances(
+                    view_sample(view),
+                    evaluator=_evaluator(trees),
+                    params=params,
+                    target_name=view.axis,
+                )
+                (bar,) = drawn.data
+                rated[key] = {k: [list(bar[k])] for k in ("x", "y", "text", "hovertemplate")}
+            restyle = rated[key]
+        caption = f"fANOVA over the {len(used)} trial(s) with a value"
+        if len(used) > IMPORTANCE_SAMPLE:
             caption = (
-                f"fANOVA over a seeded sample of {IMPORTANCE_SAMPLE} of the {used} trials "
+                f"fANOVA over a seeded sample of {IMPORTANCE_SAMPLE} of the {len(used)} trials "
                 "with a value"
             )
+        if params and trees != _TREES:
+            caption += f", a forest of {trees} trees"
         caption += f"; {note}" if note else ""
         layout = {
             "title.text": f"Parameter importance: {view.axis}",
@@ -330,7 +370,7 @@ def importance_figure(views: list[View], default: int, metric: str) -> Figure:
         }
         return restyle, layout
 
-    each = [bars(view) for view in views]
+    each = [bars(index, view) for index, view in enumerate(views)]
     restyle, layout = each[default]
     figure = go.Figure(
         go.Bar(
@@ -401,20 +441,19 @@ def sweep_figures(
     _check_rung(rung)
     name, mode = _objective(data, objective)
     views, default = sweep_views(data, objective=name, space=space, rung=rung)
-    study = views[default].study
-    trials = study.get_trials(deepcopy=False)
+    trials = views[default].trials
     figures: dict[str, Figure] = {}
-    if not trials:
+    if not trials.rows:
         for title in ("optimization history", "learning curves", "parallel coordinates", "slice"):
             figures[title] = _note_figure(title.capitalize(), "no trial")
         figures["parameter importance"] = _note_figure("Parameter importance", "no trial")
         return figures
-    figures["optimization history"] = optimization_history(data, study, name, mode)
-    if any(t.intermediate_values for t in trials):
+    figures["optimization history"] = optimization_history(data, trials, name, mode)
+    if any(trials.curves):
         figures["learning curves"] = learning_curves(views, name)
     else:
         figures["learning curves"] = _note_figure("Learning curves", f"no {name} points recorded")
-    if any(t.params for t in trials):
+    if any(row.params for row in trials.rows):
         figures["parallel coordinates"] = parallel_coordinates(views, default, mode)
         figures["slice"] = slice_figure(views, default)
     else:

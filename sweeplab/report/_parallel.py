@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sweeplab.report._views import (
     DENSE_TRIALS,
     GREY,
+    SweepTrials,
     View,
     add_view_buttons,
     rounded,
@@ -24,7 +25,6 @@ from sweeplab.report._views import (
 )
 
 if TYPE_CHECKING:
-    import optuna
     from plotly.graph_objects import Figure
 
 NONE_LABEL = "none"
@@ -94,29 +94,29 @@ def _numeric_axis(label: str, values: Sequence[float | None], *, log: bool = Fal
     return _Axis(label, values, texts, low, high, list(zip(ticks, labels, strict=True)))
 
 
-def _param_axis(name: str, trials: list[optuna.trial.FrozenTrial]) -> _Axis:
+def _param_axis(name: str, trials: SweepTrials) -> _Axis:
     """A param's axis: log10 for a log distribution, a tick per choice for a categorical one,
     and a ``none`` mark for the trials without it (a branch they did not take)."""
     from optuna.distributions import CategoricalDistribution
 
-    distribution = next(t.distributions[name] for t in trials if name in t.params)
+    distribution = trials.distributions[name]
+    params = [row.params for row in trials.rows]
     if isinstance(distribution, CategoricalDistribution):
         labels = [str(c) for c in distribution.choices]
         index = {label: float(i) for i, label in enumerate(labels)}
-        values = [index.get(str(t.params[name])) if name in t.params else None for t in trials]
-        texts = [str(t.params.get(name, NONE_LABEL)) for t in trials]
+        values = [index.get(str(p[name])) if name in p else None for p in params]
+        texts = [str(p.get(name, NONE_LABEL)) for p in params]
         high = max(len(labels) - 1, 1)
         return _Axis(name, values, texts, 0.0, high, [(i, x) for x, i in index.items()])
     log = bool(getattr(distribution, "log", False))
     numbers = [
-        (math.log10(t.params[name]) if log else float(t.params[name])) if name in t.params else None
-        for t in trials
+        (math.log10(p[name]) if log else float(p[name])) if name in p else None for p in params
     ]
     return _numeric_axis(name, numbers, log=log)
 
 
-def _status_axis(trials: list[optuna.trial.FrozenTrial], order: list[str]) -> _Axis:
-    found = [str(t.user_attrs.get("status")) for t in trials]
+def _status_axis(trials: SweepTrials, order: list[str]) -> _Axis:
+    found = trials.statuses
     values = [float(order.index(s)) for s in found]
     ticks = [(float(i), s) for i, s in enumerate(order)]
     return _Axis("status", values, found, 0.0, max(len(order) - 1, 1), ticks)
@@ -162,7 +162,7 @@ def _scale(view: View, low: float, high: float) -> dict[str, Any]:
 
 
 def _traces(
-    view: View, axes: list[_Axis], trials: list[optuna.trial.FrozenTrial], mode: str
+    view: View, axes: list[_Axis], trials: SweepTrials, mode: str
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Every line of the figure in the view, by the flat names ``Plotly.update`` takes: one
     line per trial (grey ones first, then from the worst value to the best, drawn on top),
@@ -180,9 +180,9 @@ def _traces(
         return (0, 0.0) if grey or value is None else (1, -sign * value)
 
     traces = []
-    for i in sorted(range(len(trials)), key=order):
-        trial = trials[i]
-        name = f"trial {trial.user_attrs.get('trial_id')} ({trial.user_attrs.get('status')})"
+    for i in sorted(range(len(trials.rows)), key=order):
+        row = trials.rows[i]
+        name = f"trial {row.trial_id} ({row.status})"
         traces.append(
             {
                 "y": [rounded(column[i], _POSITION_DIGITS) for column in columns],
@@ -205,7 +205,7 @@ def _bin_colors() -> list[str]:
 
 
 def _dense_traces(
-    view: View, axes: list[_Axis], trials: list[optuna.trial.FrozenTrial], mode: str
+    view: View, axes: list[_Axis], trials: SweepTrials, mode: str
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The lines of a dense figure in the view: one trace per colour of ``_bin_colors`` (grey,
     then the scale's ``_BINS`` colours from the worst value to the best, drawn on top), each
@@ -235,15 +235,15 @@ def parallel_coordinates(views: list[View], default: int, mode: str) -> Figure:
     switch the value axis, the colours and the order of the lines between the views."""
     import plotly.graph_objects as go
 
-    trials = views[default].study.get_trials(deepcopy=False)
-    names = sorted({name for t in trials for name in t.params})
-    axes = [_status_axis(trials, statuses(views[default].study))]
+    trials = views[default].trials
+    names = sorted({name for row in trials.rows for name in row.params})
+    axes = [_status_axis(trials, statuses(trials.statuses))]
     axes += [_param_axis(name, trials) for name in names]
     labels = [axes[0].label, views[default].axis, *names]
     x = list(range(len(labels)))
     # A dense figure draws its lines in a few traces, one per colour, without hover: a trace
     # and a hover text per trial made a 10,000-trial page too large to open.
-    dense = len(trials) > DENSE_TRIALS
+    dense = len(trials.rows) > DENSE_TRIALS
     each = _dense_traces if dense else _traces
     traces, scale = each(views[default], axes, trials, mode)
     figure = go.Figure()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sweeplab.keys import STATUS_DIVERGED, STATUS_FINISHED, STATUS_STOPPED_EARLY
@@ -90,16 +91,63 @@ def _params(
 
 def _curves(data: SweepData, metric: str) -> dict[str, dict[int, float]]:
     """Each trial's first value of ``metric`` at each reported step (finite values only)."""
+    import numpy as np
+
     curves: dict[str, dict[int, float]] = {}
     if data.history.empty:
         return curves
-    points = data.history[data.history["metric"] == metric]
-    for point in points.itertuples():
-        if math.isfinite(point.value):
-            curves.setdefault(str(point.trial_id), {}).setdefault(
-                int(point.step), float(point.value)
-            )
+    history = data.history
+    points = history[(history["metric"] == metric) & np.isfinite(history["value"].astype(float))]
+    # Whole columns, not a row at a time: a 10,000-trial sweep has some 50,000 points.
+    points = points.drop_duplicates(["trial_id", "step"], keep="first")
+    for trial_id, step, value in zip(
+        points["trial_id"].astype(str).tolist(),
+        points["step"].astype(int).tolist(),
+        points["value"].astype(float).tolist(),
+        strict=True,
+    ):
+        curves.setdefault(trial_id, {})[step] = value
     return curves
+
+
+@dataclass(frozen=True)
+class TrialRow:
+    """One trial as every study and view of a sweep holds it: its ids, status and params."""
+
+    trial_id: str
+    status: str
+    rank: int | None
+    run_id: str
+    params: dict[str, Any]  # by dotted name, each a value of its distribution
+
+
+def trial_rows(
+    data: SweepData, space: Space | None
+) -> tuple[list[TrialRow], dict[str, BaseDistribution]]:
+    """The sweep's trials in the order of Tune's trial ids, and the params' distributions (see
+    :func:`sweep_study`)."""
+    trials = data.trials
+    if trials.empty:
+        return [], {}
+    rows, distributions = _params(data, space)
+    columns = zip(
+        trials["trial_id"].astype(str),
+        trials["status"].astype(str),
+        trials["rank"],
+        trials["run_id"].astype(str),
+        strict=True,
+    )
+    ordered = []
+    for trial_id, status, rank, run_id in sorted(columns, key=lambda row: row[0]):
+        params = {
+            n: _as_choice(distributions[n], v)
+            for n, v in rows[trial_id].items()
+            if n in distributions
+        }
+        ordered.append(
+            TrialRow(trial_id, status, None if _missing(rank) else int(rank), run_id, params)
+        )
+    return ordered, distributions
 
 
 def _build(
@@ -117,31 +165,20 @@ def _build(
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(directions=directions)
-    trials = data.trials
-    if trials.empty:
-        return study
-    rows, distributions = _params(data, space)
-    columns = zip(
-        trials["trial_id"].astype(str),
-        trials["status"].astype(str),
-        trials["rank"],
-        trials["run_id"].astype(str),
-        strict=True,
-    )
-    for trial_id, status, rank, run_id in sorted(columns, key=lambda row: row[0]):
-        state, values, extra = trial_of(trial_id, status)
-        chosen = {n: v for n, v in rows[trial_id].items() if n in distributions}
+    rows, distributions = trial_rows(data, space)
+    for row in rows:
+        state, values, extra = trial_of(row.trial_id, row.status)
         study.add_trial(
             optuna.trial.create_trial(
                 state=optuna.trial.TrialState[state],
                 values=values if state == "COMPLETE" else None,
-                params={n: _as_choice(distributions[n], v) for n, v in chosen.items()},
-                distributions={n: distributions[n] for n in chosen},
+                params=row.params,
+                distributions={n: distributions[n] for n in row.params},
                 user_attrs={
-                    "trial_id": trial_id,
-                    "rank": None if _missing(rank) else int(rank),
-                    "status": status,
-                    "run_id": run_id,
+                    "trial_id": row.trial_id,
+                    "rank": row.rank,
+                    "status": row.status,
+                    "run_id": row.run_id,
                     **extra.pop("user_attrs", {}),
                 },
                 **extra,

@@ -1,8 +1,9 @@
-"""The views of a sweep at a rung: one study per view, the buttons that switch them, the slice.
+"""The views of a sweep at a rung: each trial's value per view, the buttons that switch them,
+the slice.
 
 Optuna's plots draw only COMPLETE trials (its learning curves leave out FAIL ones too) and
-cannot mark a trial's status, so the views are drawn with plotly from the studies of
-:func:`rung_study`, one per view. A figure holds every view; plotly's own buttons
+cannot mark a trial's status, so the views are drawn with plotly from each trial's value in
+the view, as :func:`rung_study` reads it. A figure holds every view; plotly's own buttons
 (``layout.updatemenus``) switch between them inside the page.
 """
 
@@ -19,10 +20,11 @@ from sweeplab.keys import (
     STATUS_RUNNING,
     STATUS_STOPPED_EARLY,
 )
-from sweeplab.report._rungs import BEST, LAST, default_rung, rung_study, sweep_rungs
+from sweeplab.report._rungs import BEST, LAST, _value_at, default_rung, sweep_rungs
+from sweeplab.report._study import TrialRow, _curves, _objective, trial_rows
 
 if TYPE_CHECKING:
-    import optuna
+    from optuna.distributions import BaseDistribution
     from plotly.graph_objects import Figure
 
     from sweeplab.space import Space
@@ -45,13 +47,41 @@ DIGITS = 6
 
 
 @dataclass(frozen=True)
+class SweepTrials:
+    """The trials every view of a sweep shares, in the order Tune created them.
+
+    Attributes:
+        rows: Each trial's ids, status and params (:func:`trial_rows`).
+        distributions: The params' distributions, by dotted name.
+        curves: Per trial: the objective's finite values by step (every step).
+        mode: The objective's mode, ``min`` or ``max``.
+    """
+
+    rows: list[TrialRow]
+    distributions: dict[str, BaseDistribution]
+    curves: list[dict[int, float]]
+    mode: str
+
+    @property
+    def ids(self) -> list[str]:
+        return [row.trial_id for row in self.rows]
+
+    @property
+    def statuses(self) -> list[str]:
+        return [row.status for row in self.rows]
+
+
+@dataclass(frozen=True)
 class View:
     """The sweep read one way: at a step, or by each trial's best or last value.
 
+    Each view holds the values of the trials of :func:`rung_study` in that view, computed from
+    the sweep's columns, not from a study per view: Optuna copies every trial added to a study,
+    which at 10,000 trials cost more than drawing every figure.
+
     Attributes:
         key: The step, ``"best"`` or ``"last"`` (see :func:`rung_study`).
-        study: Its :func:`rung_study`; its trials are the sweep's, in the same order in
-            every view.
+        trials: The sweep's trials, the same in every view.
         button: The label of its button.
         axis: The name of the value it reads (``loss at step 3``).
         values: Per trial: its value in the view; of a trial that ended before the step, its
@@ -60,26 +90,29 @@ class View:
     """
 
     key: int | str
-    study: optuna.Study
+    trials: SweepTrials
     button: str
     axis: str
     values: list[float | None]
     before: list[bool]
 
+    def rated(self) -> list[int]:
+        """The trials (by position) with a value in the view, the COMPLETE ones of its
+        :func:`rung_study`."""
+        return [
+            i
+            for i, (v, b) in enumerate(zip(self.values, self.before, strict=True))
+            if v is not None and not b
+        ]
 
-def _view(key: int | str, study: optuna.Study, metric: str) -> View:
-    from optuna.trial import TrialState
 
+def _view(key: int | str, trials: SweepTrials, metric: str) -> View:
     values: list[float | None] = []
     before: list[bool] = []
-    for trial in study.get_trials(deepcopy=False):
-        ended_before = trial.state == TrialState.PRUNED and bool(trial.intermediate_values)
-        if trial.state == TrialState.COMPLETE:
-            values.append(trial.value)
-        elif ended_before:
-            values.append(trial.intermediate_values[max(trial.intermediate_values)])
-        else:
-            values.append(None)
+    for row, steps in zip(trials.rows, trials.curves, strict=True):
+        state, value, _ = _value_at(key, steps, row.status, trials.mode)
+        ended_before = state == "PRUNED"  # it has steps, all before the rung
+        values.append(steps[max(steps)] if ended_before else value)
         before.append(ended_before)
     if key == BEST:
         button, axis = "best so far", f"best {metric} so far"
@@ -87,7 +120,7 @@ def _view(key: int | str, study: optuna.Study, metric: str) -> View:
         button, axis = "last value", f"last {metric}"
     else:
         button, axis = f"step {key}", f"{metric} at step {key}"
-    return View(key, study, button, axis, values, before)
+    return View(key, trials, button, axis, values, before)
 
 
 def sweep_views(
@@ -104,17 +137,19 @@ def sweep_views(
         rung = default_rung(data, objective=objective, space=space) or LAST
     if isinstance(rung, int) and rung not in rungs:
         rungs = sorted([*rungs, rung])
+    name, mode = _objective(data, objective)
     metric = objective or data.metric or "objective"
+    rows, distributions = trial_rows(data, space)
+    curves = _curves(data, name)
+    trials = SweepTrials(rows, distributions, [curves.get(r.trial_id, {}) for r in rows], mode)
     keys: list[int | str] = [*rungs, BEST, LAST]
-    views = [
-        _view(key, rung_study(data, key, objective=objective, space=space), metric) for key in keys
-    ]
+    views = [_view(key, trials, metric) for key in keys]
     return views, [v.key for v in views].index(rung)
 
 
-def statuses(study: optuna.Study) -> list[str]:
-    """The statuses of a study's trials, in the order of ``STATUS_COLORS``, then others."""
-    seen = {str(t.user_attrs.get("status")) for t in study.get_trials(deepcopy=False)}
+def statuses(found: list[str]) -> list[str]:
+    """The statuses found, once each, in the order of ``STATUS_COLORS``, then others."""
+    seen = set(found)
     known = [s for s in STATUS_COLORS if s in seen]
     return known + sorted(seen - set(known))
 
@@ -183,34 +218,32 @@ def slice_figure(views: list[View], default: int) -> Figure:
     from optuna.distributions import CategoricalDistribution
     from plotly.subplots import make_subplots
 
-    study = views[default].study
-    trials = study.get_trials(deepcopy=False)
+    trials = views[default].trials
+    entries = trials.rows
     # A dense slice keeps its hover text per trial (not per view) and its symbols as plotly's
     # numbers (0: circle, 100: circle-open). It stays SVG: WebGL (`Scattergl`) draws in a
     # browser without a GPU only through Chromium's software fallback, which is deprecated.
-    dense = len(trials) > DENSE_TRIALS
-    names = sorted({name for t in trials for name in t.params})
+    dense = len(entries) > DENSE_TRIALS
+    names = sorted({name for row in entries for name in row.params})
     cols = min(len(names), 4)
     rows = math.ceil(len(names) / cols)
     figure = make_subplots(
         rows=rows, cols=cols, shared_yaxes=True, horizontal_spacing=0.04, vertical_spacing=0.18
     )
     groups: list[list[int]] = []  # per trace: the trials (by position) it draws
-    order = statuses(study)
+    order = statuses(trials.statuses)
     for panel, name in enumerate(names):
         row, col = divmod(panel, cols)
-        distribution = next(t.distributions[name] for t in trials if name in t.params)
+        distribution = trials.distributions[name]
         categorical = isinstance(distribution, CategoricalDistribution)
         for status in order:
             members = [
-                i
-                for i, t in enumerate(trials)
-                if name in t.params and t.user_attrs.get("status") == status
+                i for i, row in enumerate(entries) if name in row.params and row.status == status
             ]
             if not members:
                 continue
             groups.append(members)
-            x = [trials[i].params[name] for i in members]
+            x = [entries[i].params[name] for i in members]
             hover = "%{text}<br>" + name + " %{x}<extra></extra>"
             if dense:
                 hover = f"trial %{{text}} ({status}): %{{y:.4g}}<br>{name} %{{x}}<extra></extra>"
@@ -258,7 +291,7 @@ def slice_figure(views: list[View], default: int) -> Figure:
             )
         )
 
-    trial_ids = [str(t.user_attrs.get("trial_id")) for t in trials]
+    trial_ids = trials.ids
 
     def points(view: View) -> dict[str, Any]:
         y: list[list[float | None]] = []
@@ -270,7 +303,7 @@ def slice_figure(views: list[View], default: int) -> Figure:
                 symbols.append([100 if view.before[i] else 0 for i in members])
             else:
                 symbols.append(["circle-open" if view.before[i] else "circle" for i in members])
-                text.append([_point_text(view, trial_ids[i], trials[i], i) for i in members])
+                text.append([_point_text(view, i) for i in members])
         if dense:
             return {"y": y, "marker.symbol": symbols}
         return {"y": y, "marker.symbol": symbols, "text": text}
@@ -300,13 +333,14 @@ def slice_figure(views: list[View], default: int) -> Figure:
     return figure
 
 
-def _point_text(view: View, trial_id: str, trial: optuna.trial.FrozenTrial, index: int) -> str:
-    status = trial.user_attrs.get("status")
+def _point_text(view: View, index: int) -> str:
+    row = view.trials.rows[index]
+    trial_id, status = row.trial_id, row.status
     value = view.values[index]
     if value is None:
         return f"trial {trial_id} ({status}): no value"
     if view.before[index]:
-        last = max(trial.intermediate_values)
+        last = max(view.trials.curves[index])
         return f"trial {trial_id} ({status}): ended at step {last}, last value {_fmt(value)}"
     return f"trial {trial_id} ({status}): {_fmt(value)}"
 

@@ -8,13 +8,15 @@ from typing import Any
 
 import pytest
 
-from sweeplab.report import parameter_importance, sweep_figures, sweep_study
+from sweeplab.report import parameter_importance, rung_study, sweep_figures, sweep_study
 from sweeplab.report._figures import (
     CURVE_POINTS,
     IMPORTANCE_SAMPLE,
     downsample_curve,
+    importance_figure,
     importance_sample,
     learning_curves,
+    view_sample,
 )
 from sweeplab.report._parallel import parallel_coordinates
 from sweeplab.report._views import DENSE_TRIALS, slice_figure, sweep_views
@@ -179,3 +181,34 @@ def test_dense_sweep_draws_every_trial_in_every_view_compactly(fake_sweep: Any) 
     step9 = menu.buttons[2].args[0]["marker.symbol"]
     assert 100 in {s for trace in step9 for s in trace}  # most trials ended before step 9
     assert len(sliced.to_json()) / n < 1000
+
+
+def _rated(study: Any) -> list[tuple[dict[str, Any], float]]:
+    return [(t.params, t.value) for t in study.get_trials(deepcopy=False) if t.value is not None]
+
+
+def test_views_read_the_sweep_as_its_rung_studies(fake_sweep: Any) -> None:
+    """The views, computed from the sweep's columns, hold each trial's value of its
+    rung_study, and fANOVA rates the same sample of it."""
+    data = _dense_sweep(fake_sweep)
+    views, _ = sweep_views(data)
+    for view in views:
+        study = rung_study(data, view.key)
+        trials = study.get_trials(deepcopy=False)
+        assert view.trials.ids == [t.user_attrs["trial_id"] for t in trials]
+        assert [row.params for row in view.trials.rows] == [t.params for t in trials]
+        assert [view.values[i] for i in view.rated()] == [
+            t.value for t in trials if t.value is not None
+        ]
+        assert _rated(view_sample(view)) == _rated(importance_sample(study))
+
+
+def test_dense_sweep_rates_other_views_with_fewer_trees(fake_sweep: Any) -> None:
+    data = _dense_sweep(fake_sweep)
+    views, default = sweep_views(data)
+    (menu,) = importance_figure(views, default, "loss").layout.updatemenus
+    captions = [b.args[1]["annotations"][0]["text"] for b in menu.buttons]
+    assert [("a forest of 16 trees" in c) for c in captions] == [
+        i != default for i in range(len(views))
+    ]
+    assert all(sum(b.args[0]["x"][0]) == pytest.approx(1.0, abs=0.05) for b in menu.buttons)
