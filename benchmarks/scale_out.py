@@ -9,7 +9,9 @@ CPUs, so 4 x 8 = 32 one-CPU trials fit at once on a 2-core machine), then runs `
 FIFO, random search, tracked into SQLite. From each trial's own wall-clock stamps it computes:
 
 - utilisation: the trials' summed running time over (slots x the time from the first start to
-  the last end); 1.0 means no slot ever waited;
+  the last end); 1.0 means no slot ever waited; and each trial actor's own share of busy time
+  from its first trial's start to its last trial's end (the median over actors), which leaves
+  out the ramp-up of starting the actors;
 - the wait between a trial's end and the start of the next trial in the same trial actor (Tune
   reuses the actor), median and 90th percentile;
 - the sweep's wall time against the ideal (trials x reports x sleep / slots).
@@ -85,15 +87,21 @@ def slot_figures(spans: list[tuple[str, float, float]], slots: int) -> dict[str,
     by_actor: dict[str, list[tuple[float, float]]] = {}
     for actor, start, end in spans:
         by_actor.setdefault(actor, []).append((start, end))
-    waits = []
+    waits, actor_use = [], []
     for runs in by_actor.values():
         runs.sort()
         waits += [max(0.0, nxt[0] - prev[1]) for prev, nxt in itertools.pairwise(runs)]
+        life = max(end for _, end in runs) - runs[0][0]
+        if life > 0:
+            actor_use.append(sum(end - start for start, end in runs) / life)
     return {
         "utilisation": busy / (slots * window) if window > 0 else float("nan"),
         "window_s": window,
         "busy_s": busy,
         "actors": len(by_actor),
+        # Each trial actor's busy share from its first start to its last end: the slots once
+        # started, without the ramp-up of starting them.
+        "actor_utilisation_median": statistics.median(actor_use) if actor_use else float("nan"),
         "wait_median_s": statistics.median(waits) if waits else float("nan"),
         "wait_p90_s": (statistics.quantiles(waits, n=10)[-1] if len(waits) > 1 else
                        (waits[0] if waits else float("nan"))),
@@ -191,7 +199,8 @@ def main(argv: list[str] | None = None) -> None:
     table.add_column("value", justify="right")
     for key in (
         "slots", "trials_seen", "actors", "sweep_wall_s", "ideal_s", "wall_over_ideal",
-        "utilisation", "wait_median_s", "wait_p90_s", "first_start_after_s", "driver_peak_rss_mb",
+        "utilisation", "actor_utilisation_median", "wait_median_s", "wait_p90_s",
+        "first_start_after_s", "driver_peak_rss_mb",
     ):  # fmt: skip
         table.add_row(key, str(result[key]))
     console.print(table)

@@ -21,6 +21,7 @@ def test_a_wait_is_measured_within_one_actor_and_lowers_utilisation() -> None:
     spans = [("a", 0.0, 1.0), ("a", 1.5, 2.5), ("a", 4.0, 5.0)]
     figures = slot_figures(spans, slots=1)
     assert figures["utilisation"] == pytest.approx(3.0 / 5.0)
+    assert figures["actor_utilisation_median"] == pytest.approx(3.0 / 5.0)
     assert figures["wait_median_s"] == pytest.approx(1.0)
     assert figures["waits"] == 2
     assert figures["wait_p90_s"] >= figures["wait_median_s"]
@@ -31,3 +32,6 @@ def test_a_trial_in_a_new_actor_has_no_wait() -> None:
     spans = [("a", 0.0, 1.0), ("b", 3.0, 4.0), ("a", 1.0, 2.0)]
     figures = slot_figures(spans, slots=2)
     assert figures["waits"] == 1 and figures["wait_median_s"] == pytest.approx(0.0)
+    # Actor b started late, but each actor was busy its whole life.
+    assert figures["utilisation"] < 1.0
+    assert figures["actor_utilisation_median"] == pytest.approx(1.0)
