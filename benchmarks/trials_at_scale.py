@@ -120,8 +120,11 @@ def main(argv: list[str] | None = None) -> None:
 
     console = Console()
     load_start = os.getloadavg()
+    names = args.arms.split(",")
+    if len(set(names)) != len(names) or not set(names) <= set(ARMS):
+        raise SystemExit(f"--arms: distinct names of {ARMS}")
     arms = {}
-    for name in args.arms.split(","):
+    for name in names:
         console.print(f"{name}: {args.trials} trials ...")
         arms[name] = run_arm(name, args.trials)
         console.print(f"  {arms[name]}")
