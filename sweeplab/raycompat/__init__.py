@@ -1,15 +1,16 @@
-"""The one package that touches Ray's private and internal APIs.
+"""The one package that touches Ray's private and internal APIs (and MLflow's one).
 
-Everything sweeplab needs from Ray beyond its public API goes through the small functions here,
-and every private symbol they use is a row of :data:`PRIVATE_USES` saying what it is for and why
-no public API serves. Each part keeps its rows beside its functions:
+Everything sweeplab needs from Ray (and MLflow) beyond its public API goes through the small
+functions here, and every private symbol they use is a row of :data:`PRIVATE_USES` saying what
+it is for and why no public API serves. Each part keeps its rows beside its functions:
 
 - ``_train``: Ray Train V2 workers and controllers, and `ray.train.*` routed in process;
 - ``_loader``: the data loaders `prepare_data_loader` returns, timed for the data-wait metric;
 - ``_tune``: Tune's trainable, scheduler state (median rule, PBT), actor cache, trial
   checkpoints and the duplicate-result key;
 - ``_cluster``: placement groups with their creators, free resources per node, the head node;
-- ``_searchers``: the Optuna study and HyperOpt trials behind Tune's searchers.
+- ``_searchers``: the Optuna study and HyperOpt trials behind Tune's searchers;
+- ``_mlflow``: the tracking store behind an `MlflowClient`, for bulk history reads.
 
 ``tests/raycompat/test_raycompat.py`` imports each row's symbol and checks the parameters
 sweeplab passes, so a Ray upgrade that moves one fails that fast test, not a sweep.
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sweeplab.raycompat import _cluster, _loader, _searchers, _train, _tune
+from sweeplab.raycompat import _cluster, _loader, _mlflow, _searchers, _train, _tune
 from sweeplab.raycompat._cluster import (
     PlacementGroupRecord,
     free_resources_per_node,
@@ -31,6 +32,7 @@ from sweeplab.raycompat._cluster import (
     placement_groups_with_creators,
 )
 from sweeplab.raycompat._loader import prepared_data_loader, time_prepared_loader_fetches
+from sweeplab.raycompat._mlflow import tracking_store
 from sweeplab.raycompat._searchers import hyperopt_trials, optuna_study
 from sweeplab.raycompat._train import (
     abort_train_controller,
@@ -86,6 +88,7 @@ __all__ = [
     "route_train_calls_in_process",
     "start_worker_from_checkpoint",
     "time_prepared_loader_fetches",
+    "tracking_store",
     "transform_reported_metrics",
     "trial_error_text",
     "trial_restore_checkpoint",
@@ -97,6 +100,7 @@ PRIVATE_USES: tuple[PrivateUse, ...] = (
     *_tune.PRIVATE_USES,
     *_cluster.PRIVATE_USES,
     *_searchers.PRIVATE_USES,
+    *_mlflow.PRIVATE_USES,
 )
 
 

@@ -16,6 +16,8 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 from urllib.parse import urlparse
 
+from sweeplab.raycompat import tracking_store
+
 __all__ = ["metric_histories"]
 
 logger = logging.getLogger(__name__)
@@ -76,21 +78,10 @@ def _read_bulk(client: Any, uri: str, wanted: Wanted) -> Read | None:
     if scheme in HTTP_SCHEMES:
         return _read_http(client, uri, wanted)
     if scheme in SQL_SCHEMES:
-        store = _tracking_store(uri)
+        store = tracking_store(uri)
         if callable(getattr(store, "get_metric_history_bulk", None)):
             return _read_sql(store, wanted)
     return None
-
-
-def _tracking_store(uri: str) -> Any:
-    """The store object behind ``MlflowClient(uri)`` (the same cached instance, no new engine).
-
-    MLflow has no public accessor for it; ``mlflow.tracking._get_store`` is the one listed in
-    ``mlflow.tracking.__all__``. tests/tracking/test_history_bulk.py checks it still exists.
-    """
-    from mlflow.tracking import _get_store
-
-    return _get_store(uri)
 
 
 def _chunks(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
