@@ -63,8 +63,16 @@ def default_rung(
     name, _ = _objective(data, objective)
     if data.trials.empty:
         return None
+    return _default_from(data, _curves(data, name), space)
+
+
+def _default_from(
+    data: SweepData, curves: dict[str, dict[int, float]], space: Space | None
+) -> int | None:
+    """:func:`default_rung` of the objective's curves (``_curves``), read once by the caller."""
+    if data.trials.empty:
+        return None
     ended = _ended(data)
-    curves = _curves(data, name)
     counts: Counter[int] = Counter()
     for trial_id in ended:
         counts.update(curves.get(trial_id, {}).keys())
@@ -83,10 +91,16 @@ def sweep_rungs(
     of more than ``MAX_RUNGS``, the lowest, the highest, the default and evenly spread ones.
     """
     name, _ = _objective(data, objective)
-    default = default_rung(data, objective=objective, space=space)
+    curves = _curves(data, name)
+    return _rungs_from(data, curves, _default_from(data, curves, space))
+
+
+def _rungs_from(
+    data: SweepData, curves: dict[str, dict[int, float]], default: int | None
+) -> list[int]:
+    """:func:`sweep_rungs` of the objective's curves and its default rung."""
     if default is None:
         return []
-    curves = _curves(data, name)
     ended = _ended(data)
     stops = sorted({max(curves[t]) for t in ended if curves.get(t)} | {default})
     if len(stops) <= MAX_RUNGS:

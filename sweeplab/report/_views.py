@@ -20,7 +20,7 @@ from sweeplab.keys import (
     STATUS_RUNNING,
     STATUS_STOPPED_EARLY,
 )
-from sweeplab.report._rungs import BEST, LAST, _value_at, default_rung, sweep_rungs
+from sweeplab.report._rungs import BEST, LAST, _default_from, _rungs_from, _value_at
 from sweeplab.report._study import TrialRow, _curves, _objective, trial_rows
 
 if TYPE_CHECKING:
@@ -132,15 +132,16 @@ def sweep_views(
 ) -> tuple[list[View], int]:
     """Every view of a sweep (its rungs, then best so far and last value), and the index of
     the one shown first: ``rung``, else the default rung, else the last value."""
-    rungs = sweep_rungs(data, objective=objective, space=space)
+    name, mode = _objective(data, objective)
+    curves = _curves(data, name)  # read once: the rungs, the default and every view use them
+    default = _default_from(data, curves, space)
+    rungs = _rungs_from(data, curves, default)
     if rung is None:
-        rung = default_rung(data, objective=objective, space=space) or LAST
+        rung = default or LAST
     if isinstance(rung, int) and rung not in rungs:
         rungs = sorted([*rungs, rung])
-    name, mode = _objective(data, objective)
     metric = objective or data.metric or "objective"
     rows, distributions = trial_rows(data, space)
-    curves = _curves(data, name)
     trials = SweepTrials(rows, distributions, [curves.get(r.trial_id, {}) for r in rows], mode)
     keys: list[int | str] = [*rungs, BEST, LAST]
     views = [_view(key, trials, metric) for key in keys]
