@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import shutil
 import subprocess
@@ -29,6 +28,8 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+
+from benchmarks._machine import machine
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = "scale"
@@ -165,21 +166,11 @@ def main(argv: list[str] | None = None) -> None:
         table.add_row(name, f"{result['seconds']:.2f}", str(result.get("mb", "")))
     console.print(table)
     if args.out:
-        from importlib import metadata
-
         document = {
             "trials": args.trials,
             "written": written,
             "reads": reads,
-            "machine": {
-                "cpus": os.cpu_count(),
-                "platform": platform.platform(),
-                "python": platform.python_version(),
-                "mlflow": metadata.version("mlflow"),
-                "plotly": metadata.version("plotly"),
-                "load_start": load_start,
-                "load_end": os.getloadavg(),
-            },
+            "machine": machine(load_start, "mlflow", "plotly"),
             "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         }
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,6 @@ import argparse
 import itertools
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
@@ -38,6 +37,8 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+
+from benchmarks._machine import machine
 
 ROOT = Path(__file__).resolve().parents[1]
 console = Console()
@@ -186,13 +187,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     load_start = os.getloadavg()
     result = run(args.nodes, args.cpus, args.trials, args.reports, args.sleep)
-    result["machine"] = {
-        "cpus": os.cpu_count(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "load_start": load_start,
-        "load_end": os.getloadavg(),
-    }
+    result["machine"] = machine(load_start)
     result["when"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     table = Table(title=f"{args.trials} sleeping trials on {args.nodes} nodes x {args.cpus} CPUs")
     table.add_column("figure")

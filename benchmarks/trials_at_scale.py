@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
@@ -25,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from benchmarks._machine import machine
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS, SLEEP_S, SLOTS = 3, 0.01, 2
@@ -150,13 +151,7 @@ def main(argv: list[str] | None = None) -> None:
     result = {
         "trials": args.trials,
         "arms": arms,
-        "machine": {
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "load_start": load_start,
-            "load_end": os.getloadavg(),
-        },
+        "machine": machine(load_start),
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
