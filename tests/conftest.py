@@ -18,14 +18,18 @@ os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 
 @pytest.fixture(scope="session")
 def ray_local() -> Iterator[None]:
-    """A real local Ray with 2 CPUs, started the way `sweeplab sweep` starts it."""
+    """A real local Ray with 2 CPUs, started the way `sweeplab sweep` starts it.
+
+    Its workers import from the repository, the tests' folder and experiments/ (the folder a
+    sweep of an experiment would ship), so in-process sweeps of any of them run on it.
+    """
     import ray
 
     from sweeplab.engine import start_local_ray
 
     saved = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [str(ROOT), str(ROOT / "tests"), saved])
+        filter(None, [str(ROOT), str(ROOT / "tests"), str(ROOT / "experiments"), saved])
     )
     try:
         start_local_ray(

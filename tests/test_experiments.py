@@ -1,4 +1,11 @@
-"""Every experiment in experiments/ runs end to end, at tiny scale, through the real CLI."""
+"""Every experiment in experiments/ runs end to end, at tiny scale, through the real CLI.
+
+The quickstart runs as `make demo` runs it: `sweeplab sweep` in its own interpreter, with no
+flags, so it starts and stops its own local Ray. The other experiments run the same command
+through the CLI's `main` in this process, on the test session's shared local Ray (whose workers
+import the experiments' `_data` module as a sweep's own Ray would), which saves each one an
+interpreter, its imports and a Ray start.
+"""
 
 from __future__ import annotations
 
@@ -51,26 +58,33 @@ def test_every_experiment_has_a_tiny_run() -> None:
 
 @pytest.mark.timeout(1200)  # the sweep's own limit (900 s) and `best`'s (120 s), and more
 @pytest.mark.parametrize("name", sorted(TINY))
-def test_experiment_runs(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_experiment_runs(
+    name: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+) -> None:
     flags, env, bound = TINY[name]
     uri = store_uri(tmp_path)  # the working folder's default store, empty (MLflow's own schema)
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "sweeplab.cli",
-            "sweep",
-            str(EXPERIMENTS / name),
-            "--no-live",
-            *flags,
-        ],
-        cwd=tmp_path,
-        env={**os.environ, **env, "COLUMNS": "120"},
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    argv = ["sweep", str(EXPERIMENTS / name), "--no-live", *flags]
+    if name == "quickstart.py":
+        result = subprocess.run(
+            [sys.executable, "-m", "sweeplab.cli", *argv],
+            cwd=tmp_path,
+            env={**os.environ, **env, "COLUMNS": "120"},
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    else:
+        request.getfixturevalue("ray_local")
+        monkeypatch.chdir(tmp_path)
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        code = main(argv)
+        assert code == 0, capsys.readouterr().out[-4000:]
     (best_file,) = tmp_path.glob("sweeplab-runs/*/best_config.json")
     best = json.loads(best_file.read_text())
     if best["mode"] == "max":
@@ -78,8 +92,7 @@ def test_experiment_runs(name: str, tmp_path: Path, capsys: pytest.CaptureFixtur
     else:
         assert best["value"] <= bound
     assert Path(best["checkpoint"]).is_dir()
-    # `sweeplab best` in this process (the sweep above ran the CLI in its own): the same
-    # command, without a second interpreter importing MLflow.
+    # `sweeplab best` in this process: the same command, without a second interpreter.
     capsys.readouterr()
     assert main(["best", best["sweep"], "--json", "--tracking-uri", uri]) == 0
     listed = json.loads(capsys.readouterr().out)
