@@ -7,11 +7,13 @@ that the reads are chunked.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mlflow_server import MlflowServer
+from mlflow_store import store_uri
 
 from sweeplab.tracking import _history
 from sweeplab.tracking._history import metric_histories
@@ -140,25 +142,39 @@ def test_mlflow_names_used_still_exist() -> None:
 
 
 @pytest.fixture
-def server_runs(mlflow_server: MlflowServer) -> tuple[Any, list[Any]]:
+def server_runs(tmp_path: Path) -> Iterator[tuple[Any, Any, str, list[Any]]]:
+    """A real ``mlflow server`` over a SQLite store that holds 102 runs.
+
+    101 runs with 250 losses each (and one run without metrics): the first 100 fill the server's
+    25,000-point answer, so they are read again run by run; `lr` takes two requests. The runs are
+    written into the file before the server starts (a copy of an empty store, in WAL mode), not
+    through the server: the test is about the server's read route, and 200 writes over HTTP,
+    each synced to disk, took 19 s here.
+    """
     from mlflow import MlflowClient
 
-    client = MlflowClient(mlflow_server.uri)
-    # 101 runs with 250 losses each (and one run without metrics): the first 100 fill the
-    # server's 25,000-point answer, so they are read again run by run; `lr` takes two requests.
-    return client, _log_runs(client, 102, points_of_loss=247)
+    from sweeplab.tracking import write_ahead_log
+
+    folder = tmp_path / "server"
+    uri = store_uri(folder)
+    assert write_ahead_log(uri)
+    local = MlflowClient(uri)
+    runs = _log_runs(local, 102, points_of_loss=247)
+    server = MlflowServer(folder)  # serves folder/mlflow.db: the store written above
+    try:
+        server.start()
+        yield local, MlflowClient(server.uri), server.uri, runs
+    finally:
+        server.stop()
 
 
 # The server's SQL store is the one the fast tests read; on PostgreSQL this test takes twice as
 # long and checks the same handler, so it runs on the server's SQLite store only.
 @pytest.mark.slow
-@pytest.mark.parametrize("backend_store_uri", ["sqlite"], indirect=True)
-def test_http_bulk_equals_per_run(
-    mlflow_server: MlflowServer, server_runs: tuple[Any, list[Any]]
-) -> None:
-    client, runs = server_runs
-    uri = mlflow_server.uri
-    expected = _points(_per_run(client, runs))
+def test_http_bulk_equals_per_run(server_runs: tuple[Any, Any, str, list[Any]]) -> None:
+    local, client, uri, runs = server_runs
+    # MLflow's run-by-run reads of the same file, without the server, are the reference.
+    expected = _points(_per_run(local, runs))
     assert _points(metric_histories(client, uri, runs)) == expected
     keys = ("loss", "lr", "acc")
     wanted = {key: [r.info.run_id for r in runs if key in r.data.metrics] for key in keys}
