@@ -26,6 +26,7 @@ from sweeplab.engine._session import (
     quiet_libraries,
     ray_session,
     start_local_ray,
+    tune_logs_without_tensorboard,
 )
 from sweeplab.engine._sinks import live, wire_sinks
 from sweeplab.engine._tuner import build_tuner, slot_names, start_slots, write_json
@@ -178,7 +179,7 @@ def _run_on_ray(
     status = "FAILED"
     hosts = start_slots(resolved, trial_settings)
     try:
-        with live(sinks.table, options.live):
+        with live(sinks.table, options.live), tune_logs_without_tensorboard():
             results = tuner.fit()
         errored = sum(1 for r in results if r.error is not None)
         status = "FAILED" if errored == len(results) else "FINISHED"

@@ -84,6 +84,8 @@ def wire_sinks(
     The stall watchdog (`StallWatchdog`) is one of the Tune callbacks: `stall_timeout_s` is its
     fixed limit (None: adaptive), and with `fail_on_stall` a stall ends the sweep.
     """
+    from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
+
     from sweeplab.engine._events import SweepEvents
     from sweeplab.engine._orphans import OrphanGroupReaper
     from sweeplab.engine._stall import StallClock
@@ -116,6 +118,10 @@ def wire_sinks(
         events=events,
         tune_callbacks=(
             events,
+            # Tune's own result files (progress.csv, result.json). Its TensorBoard event files
+            # are not written (see `tune_logs_without_tensorboard`): MLflow holds the metrics.
+            CSVLoggerCallback(),
+            JsonLoggerCallback(),
             OrphanGroupReaper(),
             StallWatchdog(
                 StallClock(timeout_s=stall_timeout_s),

@@ -241,6 +241,10 @@ def test_callbacks_see_a_configured_asha_sweep_that_reuses_actors(
     assert recorder.ends == [outcome]
     rows = progress_rows(outcome)
     assert sorted(recorder.views) == sorted(rows) and len(rows) == 6 == outcome.trials
+    # Tune's result files are written; its TensorBoard event files are not (MLflow has the data).
+    trial_dirs = [p for p in (outcome.storage_dir / "tune").iterdir() if p.is_dir()]
+    assert len(trial_dirs) == 6 and all((p / "result.json").is_file() for p in trial_dirs)
+    assert not list((outcome.storage_dir / "tune").glob("*/events.out.tfevents*"))
     pids = set()
     for trial_id, trial_rows in rows.items():
         events = recorder.of(trial_id)
