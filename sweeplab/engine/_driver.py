@@ -180,8 +180,9 @@ def run_trial(config: dict[str, Any], settings: TrialSettings) -> None:
     import ray
     import ray.train
     import ray.tune
-    from ray.train.torch import TorchTrainer
     from ray.util.queue import Queue
+
+    from sweeplab.raycompat import lean_torch_trainer
 
     trial_id = ray.tune.get_context().get_trial_id()
     user_config = settings.decode(config)
@@ -223,7 +224,7 @@ def run_trial(config: dict[str, Any], settings: TrialSettings) -> None:
     queue = Queue(actor_options={"num_cpus": 0})
     name = _attempt_name(settings.train_storage, trial_id)
     Path(settings.train_storage, name).mkdir(parents=True, exist_ok=True)
-    trainer = TorchTrainer(
+    trainer = lean_torch_trainer()(
         train_func,
         train_loop_config=user_config,
         scaling_config=ray.train.ScalingConfig(

@@ -88,6 +88,20 @@ PRIVATE_USES: tuple[PrivateUse, ...] = (
         "it runs; no public API routes a worker's `ray.train.*` calls",
     ),
     PrivateUse(
+        "ray.train.v2.api.data_parallel_trainer",
+        "DataParallelTrainer._create_default_callbacks",
+        (),
+        "overridden to leave out the datasets callback of a trainer given no datasets: it "
+        "starts a `DatasetManager` actor (a process importing Ray Data, about 2 s of CPU) at "
+        "every group start; Train has no switch for it",
+    ),
+    PrivateUse(
+        "ray.train.v2._internal.callbacks.datasets",
+        "DatasetsCallback",
+        None,
+        "the callback left out; matched by class",
+    ),
+    PrivateUse(
         "ray.tune.trainable.trainable_fn_utils",
         "_in_tune_session",
         (),
@@ -125,6 +139,27 @@ def __getattr__(name: str) -> Any:
 
         return DistributedTrainFnUtils
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@functools.cache
+def lean_torch_trainer() -> type:
+    """`TorchTrainer`, without the per-group actor that serves Ray Datasets when none is given.
+
+    Train starts a `DatasetManager` actor at every worker group start, datasets or not; a
+    sweep's trainers pass none (the user's function loads its own data), so for them that actor
+    is a process and about 2 s of CPU for nothing.
+    """
+    from ray.train.torch import TorchTrainer
+    from ray.train.v2._internal.callbacks.datasets import DatasetsCallback
+
+    class LeanTorchTrainer(TorchTrainer):
+        def _create_default_callbacks(self) -> list[Any]:
+            callbacks = super()._create_default_callbacks()
+            if self.datasets:
+                return callbacks
+            return [c for c in callbacks if not isinstance(c, DatasetsCallback)]
+
+    return LeanTorchTrainer
 
 
 def start_worker_from_checkpoint(path: str) -> None:

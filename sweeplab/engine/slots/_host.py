@@ -113,10 +113,11 @@ class SlotHost:
     ) -> None:
         import ray
         import ray.train
-        from ray.train.torch import TorchTrainer
+
+        from sweeplab.raycompat import lean_torch_trainer
 
         me = ray.get_runtime_context().current_actor
-        trainer = TorchTrainer(
+        trainer = lean_torch_trainer()(
             slot_worker_loop,
             train_loop_config={"host": me, "train_func": train_func},
             scaling_config=ray.train.ScalingConfig(
