@@ -25,10 +25,10 @@ def test_resume_after_sigkill_finishes_the_sweep(in_tmp: Path) -> None:
     spec = write_spec(
         in_tmp,
         'name="killed", space={"x": uniform(0, 1)}, metric="loss", mode="min", '
-        "num_trials=4, max_iterations=8, workers_per_trial=2, cpus_per_worker=0.5, seed=0",
+        "num_trials=4, max_iterations=8, workers_per_trial=2, cpus_per_worker=1, seed=0",
         epochs=8,
-        sleep=0.5,
-    )
+        sleep=0.25,
+    )  # one warm slot of 2 workers on the 2 CPUs: trials run one after another
     uri = store_uri(in_tmp)
     command = [
         sys.executable,
@@ -51,7 +51,8 @@ def test_resume_after_sigkill_finishes_the_sweep(in_tmp: Path) -> None:
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         progress = list(in_tmp.glob("sweeplab-runs/killed/run-*/tune/*/progress.csv"))
-        if sum(len(p.read_text().splitlines()) - 1 for p in progress) >= 4:
+        reported = sum(len(p.read_text().splitlines()) - 1 for p in progress)
+        if reported >= 4:
             break
         time.sleep(0.5)
     else:
@@ -59,6 +60,7 @@ def test_resume_after_sigkill_finishes_the_sweep(in_tmp: Path) -> None:
         pytest.fail("the sweep never reported")
     os.kill(driver.pid, signal.SIGKILL)
     driver.wait(timeout=30)
+    assert reported < 4 * 8, "the sweep had finished before the kill: nothing left to resume"
     # What the killed driver's Ray left behind is stopped, as a crashed machine would leave it.
     # Only that Ray: `ray stop` would also stop this test session's Ray and everyone else's.
     _stop_orphans(driver.pid)
