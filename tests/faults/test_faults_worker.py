@@ -34,6 +34,7 @@ def test_sigkilled_worker_group_restarts_from_checkpoint(ray_local: None, in_tmp
     assert [r["epoch"] for r in trial] == [0, 1, 2, 3, 4, 5]
     assert len({r["origin"] for r in trial}) == 1, "the group restarted from scratch"
     assert {r["sweeplab_workers"] for r in trial} == {2}
+    assert trial[-1]["sweeplab_group_restarts"] == 1  # the slot's group, inside the trial
 
     client = mlflow.MlflowClient(f"sqlite:///{in_tmp / 'mlflow.db'}")
     experiment = client.get_experiment_by_name("killed-worker")

@@ -114,7 +114,13 @@ def non_dominated(points: dict[str, tuple[float, float]]) -> set[str]:
     }
 
 
-def test_two_metric_sweep_with_a_constraint(tmp_path: Path, render: Any) -> None:
+def test_two_metric_sweep_with_a_constraint(
+    tmp_path: Path, render: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The sweep runs the CLI in its own interpreter (its own local Ray, no flags); `best` and
+    `report` run the CLI's `main` in this one, on the same store."""
+    from sweeplab.cli import main
+
     spec = tmp_path / "mo_sweep.py"
     spec.write_text(SPEC)
     result = cli("sweep", str(spec), "--no-live", cwd=tmp_path)
@@ -133,9 +139,9 @@ def test_two_metric_sweep_with_a_constraint(tmp_path: Path, render: Any) -> None
     assert all(trials[t]["front"] == "infeasible" for t in infeasible)
     assert min(trials[t]["rank"] for t in infeasible) > max(trials[t]["rank"] for t in feasible)
 
-    shown = cli("best", "mo-sweep", "--json", cwd=tmp_path, timeout=120)
-    assert shown.returncode == 0, shown.stderr
-    listed = json.loads(shown.stdout)
+    capsys.readouterr()
+    assert main(["best", "mo-sweep", "--json", "--tracking-uri", uri]) == 0
+    listed = json.loads(capsys.readouterr().out)
     assert {row["trial_id"] for row in listed} == front
     (best_file,) = tmp_path.glob("sweeplab-runs/*/best_config.json")
     best = json.loads(best_file.read_text())
@@ -146,8 +152,7 @@ def test_two_metric_sweep_with_a_constraint(tmp_path: Path, render: Any) -> None
     assert not math.isnan(best["hypervolume"])
 
     out = tmp_path / "report.html"
-    report = cli("report", "mo-sweep", "--out", str(out), cwd=tmp_path, timeout=300)
-    assert report.returncode == 0, report.stderr[-3000:]
+    assert main(["report", "mo-sweep", "--out", str(out), "--tracking-uri", uri]) == 0
     rendered = render(out, tmp_path / "report.png")
     assert rendered.console == [], "the page logged to the console"
     assert "Pareto front" in out.read_text()
