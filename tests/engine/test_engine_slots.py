@@ -107,23 +107,39 @@ sweep = sweeplab.Sweep(
 
 def test_ddp_losses_are_the_same_with_and_without_reuse(ray_local: None, in_tmp: Path) -> None:
     """The Ray Train workflow (prepare_model: DDP over the reused process group,
-    prepare_data_loader) gives the same losses on warm slots as in a group per trial."""
+    prepare_data_loader) gives the same losses on warm slots as in a group per trial.
+
+    Two trials run one after the other on the slot; the second one, on the reused process
+    group, runs again in a group of its own."""
     from sweeplab.engine import SweepOptions, run_sweep
     from sweeplab.spec import load_spec
 
     losses = {}
+    second_lr = None
     for reuse in (True, False):
         spec = in_tmp / f"ddp_{reuse}.py"
-        spec.write_text(DDP_SPEC.replace("REUSE", str(reuse)))
+        source = DDP_SPEC.replace("REUSE", str(reuse))
+        if not reuse:
+            source = source.replace("sweeplab.grid([0.01, 0.1])", str(second_lr)).replace(
+                'searcher="grid"', 'searcher="random"'
+            )  # the one trial of that lr
+        spec.write_text(source)
         outcome = run_sweep(
             load_spec(spec),
             SweepOptions(spec_path=spec, storage=in_tmp / "runs", live=False, track=False),
         )
         assert outcome.errored == 0, trial_errors(outcome)
-        losses[reuse] = {
-            trial_rows[0]["lr"]: [r["loss"] for r in trial_rows]
-            for trial_rows in results(outcome).values()
-        }
+        by_trial = results(outcome)
+        losses[reuse] = {rows[0]["lr"]: [r["loss"] for r in rows] for rows in by_trial.values()}
+        if reuse:  # Tune numbers its trials in the order it starts them: run_trial_<id>_<n>_...
+            folders = [p.name for p in (outcome.storage_dir / "tune").glob("run_trial_*")]
+            order = {
+                trial: int(name.split(f"run_trial_{trial}_")[1].split("_")[0])
+                for trial in by_trial
+                for name in folders
+                if name.startswith(f"run_trial_{trial}_")
+            }
+            second_lr = by_trial[max(by_trial, key=order.__getitem__)][0]["lr"]
     assert sorted(losses[True]) == [0.01, 0.1]
-    for lr, per_trial_group in losses[False].items():
-        assert losses[True][lr] == pytest.approx(per_trial_group, rel=1e-5)
+    assert list(losses[False]) == [second_lr]
+    assert losses[True][second_lr] == pytest.approx(losses[False][second_lr], rel=1e-5)
