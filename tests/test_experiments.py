@@ -1,18 +1,15 @@
 """Every experiment in experiments/ runs end to end, at tiny scale, through the real CLI.
 
-The quickstart runs as `make demo` runs it: `sweeplab sweep` in its own interpreter, with no
-flags, so it starts and stops its own local Ray. The other experiments run the same command
-through the CLI's `main` in this process, on the test session's shared local Ray (whose workers
-import the experiments' `_data` module as a sweep's own Ray would), which saves each one an
-interpreter, its imports and a Ray start.
+Each runs `sweeplab sweep` through the CLI's `main` in this process, on the test session's shared
+local Ray (whose workers import the experiments' `_data` module as a sweep's own Ray would), which
+saves each one an interpreter, its imports and a Ray start. The CLI in its own interpreter with
+no `--address`, as `make demo` runs it, starting and stopping its own local Ray, is covered by the
+multi-objective sweep test and the SIGKILL resume test.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -56,35 +53,23 @@ def test_every_experiment_has_a_tiny_run() -> None:
     )
 
 
-@pytest.mark.timeout(1200)  # the sweep's own limit (900 s) and `best`'s (120 s), and more
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("name", sorted(TINY))
 def test_experiment_runs(
     name: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
-    request: pytest.FixtureRequest,
+    ray_local: None,
 ) -> None:
     flags, env, bound = TINY[name]
     uri = store_uri(tmp_path)  # the working folder's default store, empty (MLflow's own schema)
     argv = ["sweep", str(EXPERIMENTS / name), "--no-live", *flags]
-    if name == "quickstart.py":
-        result = subprocess.run(
-            [sys.executable, "-m", "sweeplab.cli", *argv],
-            cwd=tmp_path,
-            env={**os.environ, **env, "COLUMNS": "120"},
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
-    else:
-        request.getfixturevalue("ray_local")
-        monkeypatch.chdir(tmp_path)
-        for key, value in env.items():
-            monkeypatch.setenv(key, value)
-        code = main(argv)
-        assert code == 0, capsys.readouterr().out[-4000:]
+    monkeypatch.chdir(tmp_path)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    code = main(argv)
+    assert code == 0, capsys.readouterr().out[-4000:]
     (best_file,) = tmp_path.glob("sweeplab-runs/*/best_config.json")
     best = json.loads(best_file.read_text())
     if best["mode"] == "max":

@@ -501,7 +501,11 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="sweeplab-search-bench-") as tmp:
         os.chdir(tmp)  # MLflow's and Ray's side files land in the temporary folder
-        start_ray()
+        import ray
+
+        started_here = not ray.is_initialized()  # a caller's Ray (a test's) is used as it is
+        if started_here:
+            start_ray()
         for name in args.problems:
             console.print(f"[bold]{name}[/bold]: {PROBLEMS[name].title}")
             run_problem(
@@ -517,9 +521,8 @@ def main(argv: list[str] | None = None) -> int:
                 console=console,
                 save=save,
             )
-        import ray
-
-        ray.shutdown()
+        if started_here:
+            ray.shutdown()
         os.chdir(ROOT)
     session["loadavg_end"] = os.getloadavg()
     session["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")

@@ -100,13 +100,18 @@ VARIANTS: dict[str, Strategy] = {
         ),
     ]
 }
-# Not in the default run; name them with --strategies. ASHA's grace period and reduction factor
-# under Optuna (measured in the 2026-12-01 03:06 run, docs/search.md), and random + FIFO whose
-# trials checkpoint every iteration as PBT's do (what PBT's wall time costs beyond checkpoints).
+# Not in the default run; name them with --strategies. Adaptive ASHA; ASHA's grace period and
+# reduction factor under Optuna (measured in the 2026-12-01 03:06 run, docs/search.md), and
+# random + FIFO whose trials checkpoint every iteration as PBT's do (what PBT's wall time costs
+# beyond checkpoints).
 NAMED_ONLY: dict[str, Strategy] = {
     s.name: s
     for s in [
         Strategy("random+fifo ckpt", "random", "fifo", early_stopping=False, checkpoint=True),
+        # sweeplab's adaptive ASHA (rung 1 on probation), for the simulator agreement run
+        # (benchmarks.search.agree).
+        Strategy("random+adaptive-asha", "random", "adaptive-asha", early_stopping=True),
+        Strategy("optuna+adaptive-asha", "optuna", "adaptive-asha", early_stopping=True),
         Strategy("optuna+asha g1 rf2", "optuna", "asha", True, grace=1, rf=2),
         Strategy("optuna+asha g1 rf4", "optuna", "asha", True, grace=1, rf=4),
         Strategy("optuna+asha g2 rf3", "optuna", "asha", True, grace=2, rf=3),

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from benchmarks.search.__main__ import main as bench_main
 from benchmarks.search.__main__ import parse_args
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,19 +70,24 @@ def test_strategies_get_their_trials_and_schedulers() -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_tiny_benchmark_run_writes_json_and_plots(tmp_path: Path) -> None:
+def test_tiny_benchmark_run_writes_json_and_plots(
+    tmp_path: Path,
+    ray_local: None,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The benchmark's `main` in this process, on the session's local Ray (which it uses as it
+    is and leaves running), as `python -m benchmarks.search` runs it on a Ray of its own."""
+    monkeypatch.chdir(tmp_path)  # main works in a temporary folder and comes back to ROOT
     out, images = tmp_path / "out.json", tmp_path / "images"
-    command = [
-        sys.executable, "-m", "benchmarks.search", "--quick", "--problems", "h3", "--seeds", "1",
-        "--trials", "3", "--iterations", "4", "--strategies", "random+fifo,optuna+asha",
-        "--warm", "h3", "--out", str(out), "--images", str(images),
+    argv = [
+        "--quick", "--problems", "h3", "--seeds", "1", "--trials", "3", "--iterations", "4",
+        "--strategies", "random+fifo,optuna+asha", "--warm", "h3", "--out", str(out),
+        "--images", str(images),
     ]  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    done = subprocess.run(
-        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=280, check=False
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "fraction of random + FIFO's budget" in done.stdout
+    assert bench_main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "fraction of random + FIFO's budget" in printed
 
     report = json.loads(out.read_text())
     h3 = report["problems"]["h3"]
@@ -119,11 +122,9 @@ def test_tiny_benchmark_run_writes_json_and_plots(tmp_path: Path) -> None:
     # --resume runs only what the JSON lacks: here the lost baseline run.
     del report["problems"]["h3"]["runs"]["random+fifo"]["0"]
     out.write_text(json.dumps(report))
-    done = subprocess.run(
-        [*command, "--resume"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=280
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "h3 random+fifo seed 0" in done.stdout and "optuna+asha seed 0" not in done.stdout
+    assert bench_main([*argv, "--resume"]) == 0
+    printed = capsys.readouterr().out
+    assert "h3 random+fifo seed 0" in printed and "optuna+asha seed 0" not in printed
     resumed = json.loads(out.read_text())
     assert len(resumed["sessions"]) == 2
     assert resumed["problems"]["h3"]["runs"]["random+fifo"]["0"]["budget_used"] == 12
