@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check lint bench bench-search clean chromium postgres
+.PHONY: demo test check lint bench bench-search bench-search-ray clean chromium postgres
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,9 +51,13 @@ test: lint chromium postgres
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
-## Search efficiency of the strategies (docs/search.md); about 30-40 min on 2 CPUs.
+## Search efficiency of the strategies in the simulator, 20 seeds (docs/search.md).
 bench-search: $(STAMP)
-	$(BIN)/python -m benchmarks.search
+	$(BIN)/python -m benchmarks.search.sim
+
+## The same strategies as real sweeps on a local Ray, ranked against the simulator's ranking.
+bench-search-ray: $(STAMP)
+	$(BIN)/python -m benchmarks.search.agree
 
 clean:
 	rm -rf $(VENV) sweeplab-runs mlflow.db mlruns .mypy_cache .pytest_cache .ruff_cache

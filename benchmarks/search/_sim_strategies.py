@@ -228,10 +228,13 @@ STRATEGIES: dict[str, SimStrategy] = {
 }
 # Always run: the baseline, the reference of every check, and the grace search behind BEST_GRACE.
 REFERENCES = (BASELINE.name, DEFAULT_ASHA.name)
-# The benchmark run without --strategies: issue 22's baselines, the current OptunaSearcher() and
-# the candidate default. Every other strategy runs when named; `optuna-previous+asha` (the
-# default before BOHB's recipe, a quarter of the run's CPU) was decided against on 2026-12-03
-# (search-notes.md) and runs with `--strategies optuna-previous+asha`.
+# The benchmark run without --strategies: issue 22's baselines (random + FIFO, random + ASHA at
+# grace 1 and the graces the best one is chosen from, random + adaptive ASHA, top-k, Optuna's own
+# TPE + HyperbandPruner) and the candidate default, which is the current `searcher="optuna"`
+# (OptunaSearcher()) under adaptive ASHA. The levers run when named (`--strategies NAME ...`):
+# `optuna-previous+asha` (the default before BOHB's recipe) and `optuna+asha` (the current
+# searcher under grace-1 ASHA), measured on 2026-12-03 (search-notes.md); each TPE strategy is
+# about a fifth of the run's CPU.
 DEFAULT_SET = (
     "random+fifo",
     "random+asha",
@@ -240,6 +243,5 @@ DEFAULT_SET = (
     "random+adaptive-asha",
     "topk",
     "optuna-tpe+hyperband-pruner",
-    "optuna+asha",
     "optuna+adaptive-asha",
 )

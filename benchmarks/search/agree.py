@@ -15,7 +15,8 @@ once through `run_sweep` on one local Ray (2 CPUs, so 2 trials at a time) and on
 Per problem and seed the strategies are ranked by final best (the noise-free score, lower is
 better; ties share a rank), and each strategy's ranks are averaged over seeds. The figure is
 Kendall's tau between the real-Ray mean ranks and the simulator's, on the same seeds and on
-``--sim-seeds`` seeds, with the pairs of strategies that swap order. Digits (real training,
+``--sim-seeds`` seeds, with the pairs of strategies that swap order; and per strategy, the seeds
+whose final best is the same in both (the same trials found it). Digits (real training,
 which the simulator cannot stand in for) runs on real Ray only, at ``--digits-seeds`` seeds: the
 integration check of a real model. Prints the tables and writes the JSON to ``--out``.
 """
@@ -165,6 +166,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--strategies", nargs="+", default=list(DEFAULT_STRATEGIES))
     parser.add_argument("--digits-seeds", type=int, default=3, help="0: no digits runs")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument(
+        "--reanalyse", action="store_true", help="run nothing: analyse the JSON at --out again"
+    )
     return parser
 
 
@@ -175,6 +179,12 @@ def _print(line: str) -> None:
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Runs both backends, prints the comparison and writes the JSON; returns the report."""
     args = _parser().parse_args(argv)
+    if args.reanalyse:
+        earlier: dict[str, Any] = json.loads(args.out.read_text())
+        analyse(earlier)
+        _print_tables(earlier)
+        args.out.write_text(json.dumps(earlier, indent=1, default=str) + "\n")
+        return earlier
     if args.seeds < 2 or args.sim_seeds < args.seeds or args.digits_seeds < 0:
         raise SystemExit("`2 <= --seeds <= --sim-seeds` and `--digits-seeds >= 0` must hold.")
     names = list(dict.fromkeys([BASELINE.name, *args.strategies]))
@@ -234,31 +244,73 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 digits.setdefault(strategy.name, {})[seed] = final
                 _print(f"  digits {strategy.name} seed {seed}: {final:.4g} in {wall:.1f} s")
 
-    same_seeds = list(range(args.seeds))
+    report["raw"] = {
+        problem: {
+            name: {
+                "ray": real[problem][name],
+                "sim": simulated[problem][name],
+                "ray_wall_s": walls[problem][name],
+            }
+            for name in names
+        }
+        for problem in args.problems
+    }
+    if digits:
+        report["digits"] = {
+            name: {"finals": runs, "median_final": statistics.median(runs.values())}
+            for name, runs in digits.items()
+        }
+    analyse(report)
+    report["wall_s"] = round(time.perf_counter() - started, 1)
+    _print_tables(report)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=1, default=str) + "\n")
+    _print(f"wrote {args.out}; the whole run took {report['wall_s']} s")
+    return report
+
+
+def _by_seed(runs: Mapping[Any, float]) -> dict[int, float]:
+    return {int(seed): value for seed, value in runs.items()}  # JSON keeps seeds as strings
+
+
+def analyse(report: dict[str, Any]) -> None:
+    """Fills ``report["problems"]`` and ``report["pooled"]`` from its raw finals."""
+    config = report["config"]
+    same_seeds = list(range(config["seeds"]))
+    all_seeds = list(range(config["sim_seeds"]))
+    names = config["strategies"]
     pooled_real: dict[str, float] = dict.fromkeys(names, 0.0)
     pooled_sim: dict[str, float] = dict.fromkeys(names, 0.0)
-    for problem in args.problems:
-        ray_ranks = mean_ranks(real[problem], same_seeds)
-        sim_same = mean_ranks(simulated[problem], same_seeds)
-        sim_all = mean_ranks(simulated[problem], list(range(args.sim_seeds)))
+    report["problems"] = {}
+    for problem, raw in report["raw"].items():
+        real = {name: _by_seed(raw[name]["ray"]) for name in names}
+        sim = {name: _by_seed(raw[name]["sim"]) for name in names}
+        ray_ranks = mean_ranks(real, same_seeds)
+        sim_same = mean_ranks(sim, same_seeds)
+        sim_all = mean_ranks(sim, all_seeds)
         tau_same, swapped_same = kendall_tau(ray_ranks, sim_same)
         tau_all, swapped_all = kendall_tau(ray_ranks, sim_all)
+        # The noise of --seeds seeds: the simulator's own ranks on them against all its seeds.
+        tau_noise, swapped_noise = kendall_tau(sim_same, sim_all)
         for name in names:
             pooled_real[name] += ray_ranks[name]
             pooled_sim[name] += sim_all[name]
         report["problems"][problem] = {
             "strategies": {
                 name: {
-                    "ray_median_final": statistics.median(real[problem][name].values()),
+                    "ray_median_final": statistics.median(real[name].values()),
                     "ray_mean_rank": ray_ranks[name],
                     "sim_median_final_same_seeds": statistics.median(
-                        simulated[problem][name][seed] for seed in same_seeds
+                        sim[name][seed] for seed in same_seeds
                     ),
                     "sim_mean_rank_same_seeds": sim_same[name],
                     "sim_mean_rank": sim_all[name],
-                    "ray_wall_s_median": statistics.median(walls[problem][name]),
-                    "ray_finals": real[problem][name],
-                    "sim_finals": simulated[problem][name],
+                    "ray_wall_s_median": statistics.median(raw[name]["ray_wall_s"]),
+                    # Seeds whose final best is the simulator's exactly: the same trials
+                    # reached it (they differ where results arrived in another order).
+                    "same_final_seeds": sum(
+                        real[name][seed] == sim[name][seed] for seed in same_seeds
+                    ),
                 }
                 for name in names
             },
@@ -266,20 +318,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "swapped_same_seeds": swapped_same,
             "tau": tau_all,
             "swapped": swapped_all,
+            "tau_sim_seeds_against_all": tau_noise,
+            "swapped_sim_seeds_against_all": swapped_noise,
         }
     tau_pooled, swapped_pooled = kendall_tau(pooled_real, pooled_sim)
     report["pooled"] = {"tau": tau_pooled, "swapped": swapped_pooled}
-    if digits:
-        report["digits"] = {
-            name: {"finals": runs, "median_final": statistics.median(runs.values())}
-            for name, runs in digits.items()
-        }
-    report["wall_s"] = round(time.perf_counter() - started, 1)
-    _print_tables(report)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=1, default=str) + "\n")
-    _print(f"wrote {args.out}; the whole run took {report['wall_s']} s")
-    return report
 
 
 def _print_tables(report: dict[str, Any]) -> None:
@@ -300,6 +343,7 @@ def _print_tables(report: dict[str, Any]) -> None:
             "Ray rank",
             "sim rank (same seeds)",
             f"sim rank ({config['sim_seeds']} seeds)",
+            "same final",
             "Ray s/sweep",
         ):
             table.add_column(column, justify="left" if column == "strategy" else "right")
@@ -310,13 +354,16 @@ def _print_tables(report: dict[str, Any]) -> None:
                 f"{row['ray_mean_rank']:.2f}",
                 f"{row['sim_mean_rank_same_seeds']:.2f}",
                 f"{row['sim_mean_rank']:.2f}",
+                f"{row['same_final_seeds']}/{config['seeds']}",
                 f"{row['ray_wall_s_median']:.1f}",
             )
         console.print(table)
         console.print(
             f"Kendall's tau, Ray against the simulator: {result['tau_same_seeds']:.2f} on the "
             f"same seeds (swapped: {result['swapped_same_seeds'] or 'none'}), {result['tau']:.2f} "
-            f"against {config['sim_seeds']} seeds (swapped: {result['swapped'] or 'none'})"
+            f"against {config['sim_seeds']} seeds (swapped: {result['swapped'] or 'none'}); "
+            f"the simulator's own ranks on the same seeds against its {config['sim_seeds']}: "
+            f"{result['tau_sim_seeds_against_all']:.2f}"
         )
     pooled = report["pooled"]
     console.print(
