@@ -11,7 +11,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	# The CPU build first: a plain `torch` requirement would pull a multi-GB CUDA build.
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev,hf,bench]'
+	# The rest with uv, which keeps that torch (it satisfies the range) and installs the same
+	# versions as pip in about a third of its time, bytecode compiled as pip does.
+	$(BIN)/pip install --quiet uv
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e '.[dev,hf,bench]'
 	touch $(STAMP)
 
 ## Runs a real sweep of experiments/quickstart.py on a local Ray and a local MLflow store.
