@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from toy_spec import record_sweep, write_spec
 
+from sweeplab.cli import main
+
 GOOD = 'name="toy", space={"x": uniform(0, 1)}, metric="loss", mode="min", scheduler="asha"'
 ASHA = GOOD + ", num_trials=9, max_iterations=9"
 # A pipe: no COLUMNS to fall back on, as in a CI log or `| tee`.
@@ -29,6 +31,20 @@ def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.
         text=True,
         timeout=120,
     )
+
+
+def here(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, cwd: Path, *args: str
+) -> tuple[int, str, str]:
+    """The same command through the CLI's `main` in this process (no second interpreter): its
+    exit code, stdout and stderr. The output is captured, so not a terminal, as in a pipe."""
+    for name in ("COLUMNS", "LINES"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(cwd)
+    capsys.readouterr()
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 def _rungs(out: str) -> list[tuple[int, int, int]]:
@@ -94,19 +110,24 @@ def test_preview_with_an_address_plans_for_the_cluster_without_joining_it(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["toy.py"], "preview wrote files"
 
 
-def test_preview_shows_the_warm_start_sweep_would_try_first(tmp_path: Path) -> None:
+def test_preview_shows_the_warm_start_sweep_would_try_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     cold = [("t0", {"x": 0.9}, [0.5], False), ("t1", {"x": 0.2}, [0.1], False)]
     record_sweep(uri, tmp_path / "cold", "cold", cold)
     before = sorted(p.name for p in tmp_path.iterdir())
     spec = write_spec(tmp_path, ASHA.replace("uniform(0, 1)", "uniform(0, 0.5)"))
-    result = cli("preview", str(spec), "--warm-start", "cold", "--tracking-uri", uri, cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
+    code, out, err = here(
+        capsys, monkeypatch, tmp_path, "preview", str(spec), "--warm-start", "cold",
+        "--tracking-uri", uri,
+    )  # fmt: skip
+    assert code == 0, err
     assert (
         "warm start: 2 configs from sweep 'cold', ranked by best loss (min), tried first:\n"
         "  1. rank 1 (trial t1): x=0.2 | as recorded\n"
         "  2. rank 2 (trial t0): x=0.5 | x: 0.9 clipped to 0.5 (outside uniform [0.0, 0.5])\n"
-    ) in result.stdout
+    ) in out
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*before, "toy.py"])
 
 
@@ -136,21 +157,23 @@ def _deep_folder(tmp_path: Path) -> Path:
     return folder
 
 
-def test_piped_output_keeps_long_paths_on_one_line(tmp_path: Path) -> None:
+def test_piped_output_keeps_long_paths_on_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     folder = _deep_folder(tmp_path)
     spec = write_spec(folder, ASHA)
     assert len(str(spec)) > 250
-    result = cli("preview", str(spec), cwd=tmp_path)
+    result = cli("preview", str(spec), cwd=tmp_path)  # a real pipe, in its own interpreter
     assert result.returncode == 0, result.stderr
     assert f"sweep toy  ({spec})" in result.stdout.splitlines()
 
-    # `best`: a long path inside the best config, printed as JSON.
+    # `best`: a long path inside the best config, printed as JSON (captured: not a terminal).
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     data = str(folder / "data" / "train-shards-0000-of-1024.parquet")
     record_sweep(uri, folder / "storage", "cold", [("t0", {"x": 0.2, "data": data}, [0.1], False)])
-    best = cli("best", "cold", "--tracking-uri", uri, cwd=tmp_path)
-    assert best.returncode == 0, best.stderr
-    assert f'  "data": "{data}"' in [line.rstrip(",") for line in best.stdout.splitlines()]
+    code, out, err = here(capsys, monkeypatch, tmp_path, "best", "cold", "--tracking-uri", uri)
+    assert code == 0, err
+    assert f'  "data": "{data}"' in [line.rstrip(",") for line in out.splitlines()]
 
 
 def test_a_terminal_keeps_its_width(tmp_path: Path) -> None:
@@ -182,11 +205,13 @@ def test_a_terminal_keeps_its_width(tmp_path: Path) -> None:
     assert not any(str(spec) in line for line in lines)
 
 
-def test_ls_and_best_json_parse(tmp_path: Path) -> None:
+def test_ls_and_best_json_parse(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    empty = cli("ls", "--json", "--tracking-uri", uri, cwd=tmp_path)
-    assert empty.returncode == 0, empty.stderr
-    assert json.loads(empty.stdout) == []
+    code, out, err = here(capsys, monkeypatch, tmp_path, "ls", "--json", "--tracking-uri", uri)
+    assert code == 0, err
+    assert json.loads(out) == []
     record_sweep(uri, tmp_path / "a", "first", [("t0", {"x": 0.5}, [0.4, 0.3], False)])
     record_sweep(
         uri,
@@ -194,9 +219,9 @@ def test_ls_and_best_json_parse(tmp_path: Path) -> None:
         "second",
         [("t0", {"x": 0.1}, [0.2], False), ("t1", {"x": 0.9}, [], True)],
     )
-    result = cli("ls", "--json", "--tracking-uri", uri, cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    rows = json.loads(result.stdout)
+    code, out, err = here(capsys, monkeypatch, tmp_path, "ls", "--json", "--tracking-uri", uri)
+    assert code == 0, err
+    rows = json.loads(out)
     assert [row["sweep"] for row in rows] == ["second", "first"]  # newest first
     first = rows[1]
     assert first["trials"] == 1 and first["metric"] == "loss"
@@ -213,9 +238,11 @@ def test_ls_and_best_json_parse(tmp_path: Path) -> None:
         "started",
         "parent_run_id",
     }
-    result = cli("best", "first", "--json", "--tracking-uri", uri, cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    best = json.loads(result.stdout)
+    code, out, err = here(
+        capsys, monkeypatch, tmp_path, "best", "first", "--json", "--tracking-uri", uri
+    )
+    assert code == 0, err
+    best = json.loads(out)
     assert best["trial_id"] == "t0" and best["config"] == {"x": 0.5}
     assert best["parent_run_id"] == first["parent_run_id"]
 
