@@ -108,26 +108,20 @@ def kendall_tau(a: Mapping[str, float], b: Mapping[str, float]) -> tuple[float, 
     return (agree - swap) / pairs if pairs else math.nan, swapped
 
 
-def _no_training(config: dict[str, Any]) -> None:
-    """The simulated Sweep's training function: never called, the curve stands in."""
-
-
 def simulate_final(problem_name: str, strategy: Strategy, seed: int) -> float:
     """The final best score of one strategy and seed in `sweeplab.simulate`."""
     import sweeplab
+    from benchmarks.search.sim import curve_sweep
 
     problem = curves.problem(problem_name)
+    assert problem.max_iterations == ITERATIONS  # the real-Ray benchmark's R
     budget = TRIALS * ITERATIONS
-    sweep = sweeplab.Sweep(
-        name="search-agree",
-        train_func=_no_training,
-        space=problem.space,
-        metric=problem.metric,
-        mode=problem.mode,
+    sweep = curve_sweep(
+        problem,
         searcher=strategy.searcher,
         scheduler=strategy.make_scheduler(ITERATIONS),
         num_trials=strategy.trials(TRIALS, TRIAL_FACTOR),
-        max_iterations=ITERATIONS,
+        name="search-agree",
     )
     sim = sweeplab.simulate(
         sweep, problem.curve, workers=WORKERS, seed=seed, budget_iterations=budget

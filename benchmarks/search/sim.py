@@ -59,7 +59,7 @@ DEFAULT_CANDIDATE = "optuna+adaptive-asha"
 FULL_SEEDS = 20  # the issue's run, for the time extrapolation
 TIME_GOAL_S = 600.0  # the whole benchmark, on 2 CPUs
 
-__all__ = ["budget_of", "main", "run_one", "strategies_to_run"]
+__all__ = ["budget_of", "curve_sweep", "main", "run_one", "strategies_to_run"]
 
 
 def budget_of(problem: curves.CurveProblem) -> int:
@@ -125,21 +125,37 @@ def run_one(problem_name: str, strategy: SimStrategy, seed: int) -> dict[str, An
     }
 
 
+def curve_sweep(
+    problem: curves.CurveProblem, *, searcher: Any, scheduler: Any, num_trials: int, name: str
+) -> Any:
+    """The `sweeplab.Sweep` that searches `problem` in `sweeplab.simulate` (its training function
+    is never called: the curve stands in for training)."""
+    import sweeplab
+
+    return sweeplab.Sweep(
+        name=name,
+        train_func=_no_training,
+        space=problem.space,
+        metric=problem.metric,
+        mode=problem.mode,
+        searcher=searcher,
+        scheduler=scheduler,
+        num_trials=num_trials,
+        max_iterations=problem.max_iterations,
+    )
+
+
 def _simulate(
     problem: curves.CurveProblem, strategy: SimStrategy, seed: int, budget: int
 ) -> tuple[list[tuple[float, float]], int, list[int]]:
     import sweeplab
 
-    sweep = sweeplab.Sweep(
-        name="search-sim",
-        train_func=_no_training,
-        space=problem.space,
-        metric=problem.metric,
-        mode=problem.mode,
+    sweep = curve_sweep(
+        problem,
         searcher=strategy.searcher(problem),
         scheduler=strategy.scheduler(problem),
         num_trials=EARLY_STOPPING_TRIALS if strategy.early_stopping else BUDGET_TRIALS,
-        max_iterations=problem.max_iterations,
+        name="search-sim",
     )
     sim = sweeplab.simulate(
         sweep, problem.curve, workers=WORKERS, seed=seed, budget_iterations=budget
