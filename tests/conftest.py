@@ -47,6 +47,24 @@ def ray_local() -> Iterator[None]:
 
 
 @pytest.fixture
+def idle_ray(ray_local: None) -> None:
+    """The shared local Ray with every CPU free, for a test that times a wait.
+
+    The placement group of an earlier test's trial slot goes a moment after its sweep returns
+    (0.1-0.4 s here, longer on a loaded machine); a stall watchdog with a limit of seconds
+    would otherwise see the next trial wait for those CPUs, as it rightly would on a cluster.
+    """
+    import time
+
+    import ray
+
+    total = ray.cluster_resources().get("CPU", 0)
+    deadline = time.monotonic() + 60
+    while ray.available_resources().get("CPU", 0) < total and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+@pytest.fixture
 def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Runs the test in tmp_path, so MLflow's default store and sweep storage land there."""
     monkeypatch.chdir(tmp_path)
