@@ -119,6 +119,7 @@ def time_reads(uri: str, folder: Path, only: list[str] | None = None) -> dict[st
     cli = [sys.executable, "-c", "from sweeplab.cli import main; main()"]
     reads = {
         "best --json": [*cli, "best", SWEEP, "--json"],
+        "best": [*cli, "best", SWEEP],  # what a person types: with the diverged trials' line
         "ls --json": [*cli, "ls", "--json"],
         "report": [*cli, "report", SWEEP, "--out", str(folder / "report.html")],
         "compare": [*cli, "compare", SWEEP, "--out", str(folder / "compare.html")],

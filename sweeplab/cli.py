@@ -589,18 +589,24 @@ def _cmd_best(args: argparse.Namespace) -> int:
     console.print_json(json.dumps(best.get("config"), default=str))
     console.print(f"checkpoint: {best.get('checkpoint')}")
     console.print(f"MLflow run: {best.get('mlflow_run_id')}")
-    _print_diverged(console, args, str(best.get("metric")))
+    _print_diverged(console, args, best)
     return EXIT_OK
 
 
-def _print_diverged(console: Any, args: argparse.Namespace, metric: str) -> None:
-    from sweeplab.tracking import ranked_configs
+def _print_diverged(console: Any, args: argparse.Namespace, best: dict[str, Any]) -> None:
+    """The diverged trials, from the best document (a sweep recorded before it listed them:
+    from every ranked trial)."""
+    diverged, trials = best.get("diverged"), best.get("trials")
+    if not isinstance(diverged, list) or not isinstance(trials, int):
+        from sweeplab.tracking import ranked_configs
 
-    ranked = ranked_configs(args.sweep, args.tracking_uri).trials
-    diverged = [trial.trial_id for trial in ranked if trial.status == "diverged"]
+        ranked = ranked_configs(args.sweep, args.tracking_uri).trials
+        diverged = [trial.trial_id for trial in ranked if trial.status == "diverged"]
+        trials = len(ranked)
     if diverged:
         console.print(
-            _diverged_line(len(diverged), len(ranked), metric) + f": {', '.join(diverged)}"
+            _diverged_line(len(diverged), trials, str(best.get("metric")))
+            + f": {', '.join(map(str, diverged))}"
         )
 
 
@@ -632,7 +638,7 @@ def _best_front(args: argparse.Namespace, best: dict[str, Any]) -> int:
         console.print_json(json.dumps(picked["config"], default=str))
         console.print(f"checkpoint: {picked['checkpoint']}")
         console.print(f"MLflow run: {picked['mlflow_run_id']}")
-    _print_diverged(console, args, str(best.get("metric")))
+    _print_diverged(console, args, best)
     return EXIT_OK
 
 

@@ -157,8 +157,10 @@ def best_config_document(summary: SweepSummary, sweep: str) -> dict[str, Any]:
     """The best trial of a ranking, as ``best_config.json`` and the parent run hold it.
 
     Every key is present; without a best trial (no trial reported the metric) the trial's
-    keys are ``None``. ``parent_run_id`` and ``tracking_uri`` are ``None`` for an untracked
-    sweep. A multi-objective document also holds ``objectives``, ``constraints``, ``pick``
+    keys are ``None``. ``trials`` counts the ranked trials and ``diverged`` lists those that
+    diverged, by rank, so that `sweeplab best` tells them without reading every trial.
+    ``parent_run_id`` and ``tracking_uri`` are ``None`` for an untracked sweep. A
+    multi-objective document also holds ``objectives``, ``constraints``, ``pick``
     (the rule), ``hypervolume`` with its ``reference_point``, and ``front`` (one entry per
     front-1 trial); its best trial is the picked one and ``value`` the picked trial's value
     of the first objective.
@@ -176,6 +178,8 @@ def best_config_document(summary: SweepSummary, sweep: str) -> dict[str, Any]:
         "mlflow_run_id": best.run_id if best else None,
         "parent_run_id": summary.parent_run_id,
         "tracking_uri": summary.tracking_uri,
+        "trials": len(summary.trials),
+        "diverged": [r.trial_id for r in summary.trials if r.status == STATUS_DIVERGED],
     }
     if not summary.multi_objective:
         return document

@@ -23,6 +23,7 @@ from sweeplab.keys import (
 from sweeplab.pareto import Constraint, Objective
 from sweeplab.tracking._flusher import PARENT_TAG
 from sweeplab.tracking._history import metric_histories
+from sweeplab.tracking._quick import quick_best
 from sweeplab.tracking._ranking import SweepSummary
 from sweeplab.tracking._run_records import summary_of_runs, sweep_objectives, trial_config
 
@@ -200,6 +201,9 @@ def best_trial(name: str, tracking_uri: str | None = None) -> dict[str, Any]:
     Raises:
         UnknownSweepError: No such sweep, or it has not finished ranking yet.
     """
+    quick = quick_best(name, tracking_uri)  # a local SQLite store or a server: no MLflow import
+    if quick is not None:
+        return quick
     client, uri = tracking_client(tracking_uri)
     parent = latest_sweep_run(client, name, uri)
     best = _best_from_parent(client, parent, uri)

@@ -162,7 +162,8 @@ def test_best_config_document_of_a_multi_objective_summary() -> None:
     doc = best_config_document(summary, "mo")
     assert list(doc) == [
         "sweep", "trial_id", "metric", "mode", "rank_by", "value", "config", "checkpoint",
-        "mlflow_run_id", "parent_run_id", "tracking_uri", "objectives", "constraints", "pick",
+        "mlflow_run_id", "parent_run_id", "tracking_uri", "trials", "diverged", "objectives",
+        "constraints", "pick",
         "hypervolume", "reference_point", "front",
     ]  # fmt: skip
     assert doc["trial_id"] == "b" and doc["value"] == 2 and doc["config"] == {"x": 2}

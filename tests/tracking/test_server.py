@@ -15,6 +15,8 @@ from _helpers import N_ITER, children, make_trainable, tune_results
 from mlflow_server import MlflowServer
 
 from sweeplab.tracking import SweepTracker, best_trial
+from sweeplab.tracking._quick import quick_best
+from sweeplab.tracking._read import _best_from_parent, latest_sweep_run
 
 pytestmark = pytest.mark.slow
 
@@ -83,6 +85,11 @@ def test_sweep_over_http(
     assert files == ["best_checkpoint/weights.txt"]
     assert list((mlflow_server.root / "artifacts").rglob("weights.txt"))
     assert best_trial("http", tracking_uri=mlflow_server.uri)["trial_id"] == summary.best.trial_id
+    # `best` read over the REST API without MLflow equals the read through MlflowClient.
+    parent = latest_sweep_run(client, "http", mlflow_server.uri)
+    through_mlflow = _best_from_parent(client, parent, mlflow_server.uri)
+    assert quick_best("http", mlflow_server.uri) == through_mlflow
+    assert through_mlflow["trial_id"] == summary.best.trial_id
     assert not (tmp_path / "sweep" / "mlflow_undelivered.jsonl").exists()
     if backend_store_uri is not None:
         _assert_in_postgres(backend_store_uri, tracker, n_runs=1 + 3)

@@ -111,7 +111,7 @@ def test_best_config_file_is_the_rankings_best(uri: str, tmp_path: Path) -> None
     assert written == best_config_document(summary, "best")
     assert list(written) == [
         "sweep", "trial_id", "metric", "mode", "rank_by", "value", "config", "checkpoint",
-        "mlflow_run_id", "parent_run_id", "tracking_uri",
+        "mlflow_run_id", "parent_run_id", "tracking_uri", "trials", "diverged",
     ]  # fmt: skip
     assert written["trial_id"] == "t_b" and written["value"] == 0.3
     assert written["config"] == {"x": 1.0} and written["tracking_uri"] == uri
