@@ -69,6 +69,10 @@ def test_unknown_sweep_exits_2_and_starts_nothing(
     assert not store.exists()
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(
     ("sig", "worker", "status"),
     [
@@ -92,6 +96,10 @@ def test_ending_the_ui_ends_the_server_group(
             f"sys.exit(serve({command!r}, grace_s=1.0))",
         ],
         start_new_session=True,  # a signal to it alone, as a terminal's Ctrl-C would be
+        # With SIGINT at its default, as in a terminal's foreground. A process that inherits it
+        # ignored (from a script's background job, or a test worker that ignores it) rightly
+        # ignores Ctrl-C, and twice in full runs here `sweeplab ui` then outlived the wait.
+        preexec_fn=_default_sigint,
     )
     try:
         deadline = time.monotonic() + 60
