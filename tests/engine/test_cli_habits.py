@@ -42,7 +42,10 @@ def here(
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(cwd)
     capsys.readouterr()
-    code = main(list(args))
+    try:
+        code = main(list(args))
+    except SystemExit as exit_:  # argparse's own errors exit, as the process would
+        code = exit_.code if isinstance(exit_.code, int) else 1
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -140,14 +143,19 @@ def test_preview_shows_the_warm_start_sweep_would_try_first(
     ],
 )
 def test_preview_refuses_a_bad_flag_as_sweep_does(
-    tmp_path: Path, flags: list[str], message: str
+    tmp_path: Path,
+    flags: list[str],
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     spec = write_spec(tmp_path, ASHA)
     uri = f"sqlite:///{tmp_path / 'none.db'}"
     for command in ("preview", "sweep"):
-        result = cli(command, str(spec), *flags, "--tracking-uri", uri, cwd=tmp_path)
-        assert result.returncode == 2, result.stderr
-        assert message in result.stderr.strip().splitlines()[-1], result.stderr
+        code, _, err = here(capsys, monkeypatch, tmp_path, command, str(spec), *flags,
+                            "--tracking-uri", uri)  # fmt: skip
+        assert code == 2, err
+        assert message in err.strip().splitlines()[-1], err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["toy.py"], "something was written"
 
 
