@@ -9,9 +9,10 @@ directly, in the way `latest_sweep_run` and `_best_from_parent` read them throug
 - a tracking server (``http(s)://...``) without credentials in the environment: MLflow's REST
   API, ``experiments/get-by-name`` and ``runs/search``.
 
-Anything else, and any surprise (a missing file or table, an error, a run without the best tag),
-answers None, and the caller reads through ``MlflowClient`` as before. The tests compare both
-ways on real stores, so a change of MLflow's schema shows there.
+Anything else (MLflow's workspaces enabled, too), and any surprise (a missing file or table,
+an error, a run without the best tag), answers None, and the caller reads through
+``MlflowClient`` as before. The tests compare both ways on real stores, so a change of MLflow's
+schema shows there.
 """
 
 from __future__ import annotations
@@ -52,6 +53,12 @@ WHERE e.name = ? AND r.lifecycle_stage = 'active'
 ORDER BY r.start_time DESC, r.run_uuid
 LIMIT 1
 """
+# Set, MLflow scopes experiments by workspace (its workspace-aware stores): read through it then.
+_WORKSPACE_VARIABLES = (
+    "MLFLOW_ENABLE_WORKSPACES",
+    "MLFLOW_WORKSPACE",
+    "MLFLOW_WORKSPACE_STORE_URI",
+)
 
 
 def quick_tracking_uri(tracking_uri: str | None) -> str | None:
@@ -72,7 +79,7 @@ def quick_best(name: str, tracking_uri: str | None) -> dict[str, Any] | None:
     """The best trial of sweep `name`'s latest execution, as `best_trial` returns it, or None
     where it cannot be read without MLflow."""
     uri = quick_tracking_uri(tracking_uri)
-    if uri is None:
+    if uri is None or any(os.environ.get(variable) for variable in _WORKSPACE_VARIABLES):
         return None
     try:
         if uri.startswith("sqlite:///"):

@@ -84,7 +84,13 @@ def test_the_default_store_of_the_working_folder(
     assert quick_tracking_uri(None) is None
 
 
-def test_what_it_cannot_read_is_left_to_mlflow(store: str, tmp_path: Path) -> None:
+def test_what_it_cannot_read_is_left_to_mlflow(
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert quick_best("alpha", store) is not None
+    monkeypatch.setenv("MLFLOW_ENABLE_WORKSPACES", "true")  # MLflow scopes by workspace
+    assert quick_best("alpha", store) is None
+    monkeypatch.delenv("MLFLOW_ENABLE_WORKSPACES")
     assert quick_best("nope", store) is None  # MLflow's path says there is no such sweep
     with pytest.raises(UnknownSweepError, match="No sweep named 'nope'"):
         best_trial("nope", store)
