@@ -29,7 +29,11 @@ from typing import Any
 
 from sweeplab.keys import BEST_TAG, ROLE_SWEEP, ROLE_TAG
 
-__all__ = ["quick_best", "quick_tracking_uri"]
+__all__ = ["LATEST_FIRST", "SWEEP_FILTER", "quick_best", "quick_tracking_uri"]
+
+# A sweep's parent runs, newest first: what every read of "the latest execution" searches.
+SWEEP_FILTER = f"tags.`{ROLE_TAG}` = '{ROLE_SWEEP}'"
+LATEST_FIRST = "attributes.start_time DESC"
 
 HTTP_TIMEOUT_S = 5.0
 # Set, they ask for MLflow's own authentication or TLS handling: read through MLflow then.
@@ -63,7 +67,8 @@ _WORKSPACE_VARIABLES = (
 
 def quick_tracking_uri(tracking_uri: str | None) -> str | None:
     """The URI MLflow would use, where it is known without MLflow: the one asked for,
-    ``MLFLOW_TRACKING_URI``, or the default ``sqlite:///mlflow.db`` of the working folder.
+    ``MLFLOW_TRACKING_URI`` (which ``mlflow.set_tracking_uri`` sets too), or the default
+    ``sqlite:///mlflow.db`` of the working folder.
 
     None where MLflow could pick its file store (an ``mlruns`` folder is here)."""
     uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
@@ -127,8 +132,8 @@ def _server_best_tag(uri: str, name: str) -> str | None:
         base + "runs/search",
         {
             "experiment_ids": [experiment["experiment_id"]],
-            "filter": f"tags.`{ROLE_TAG}` = '{ROLE_SWEEP}'",
-            "order_by": ["attributes.start_time DESC"],
+            "filter": SWEEP_FILTER,
+            "order_by": [LATEST_FIRST],
             "max_results": 1,
         },
     )

@@ -23,11 +23,9 @@ from sweeplab.keys import (
 from sweeplab.pareto import Constraint, Objective
 from sweeplab.tracking._flusher import PARENT_TAG
 from sweeplab.tracking._history import metric_histories
-from sweeplab.tracking._quick import quick_best
+from sweeplab.tracking._quick import LATEST_FIRST, SWEEP_FILTER, quick_best
 from sweeplab.tracking._ranking import SweepSummary
 from sweeplab.tracking._run_records import summary_of_runs, sweep_objectives, trial_config
-
-SWEEP_FILTER = f"tags.`{ROLE_TAG}` = '{ROLE_SWEEP}'"
 
 
 class UnknownSweepError(SweeplabError, LookupError):
@@ -90,7 +88,7 @@ def latest_sweep_run(client: Any, name: str, uri: str) -> Any:
         runs = client.search_runs(
             [experiment.experiment_id],
             filter_string=SWEEP_FILTER,
-            order_by=["attributes.start_time DESC"],
+            order_by=[LATEST_FIRST],
             max_results=1,
         )
     if not runs:
@@ -159,7 +157,7 @@ def list_sweeps(tracking_uri: str | None = None) -> Any:
         runs = client.search_runs(
             [experiment.experiment_id],
             filter_string=SWEEP_FILTER,
-            order_by=["attributes.start_time DESC"],
+            order_by=[LATEST_FIRST],
             max_results=1,
         )
         if not runs:

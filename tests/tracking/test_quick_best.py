@@ -6,6 +6,7 @@ The tracking server's REST path is compared in tests/tracking/test_server.py.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -82,6 +83,28 @@ def test_the_default_store_of_the_working_folder(
     (tmp_path / "mlruns").mkdir()  # MLflow may choose its file store: ask MLflow
     monkeypatch.delenv("MLFLOW_TRACKING_URI")
     assert quick_tracking_uri(None) is None
+
+
+def test_a_uri_given_to_mlflow_in_this_process_is_the_one_read(store: str, tmp_path: Path) -> None:
+    """A notebook that called `mlflow.set_tracking_uri` reads that store, not the working
+    folder's, even where the folder holds a sweep of the same name (MLflow sets
+    ``MLFLOW_TRACKING_URI`` too, which the quick read takes)."""
+    here = tmp_path / "here"
+    here.mkdir()
+    _sweep(store_uri(here), here / "s", "alpha", {"elsewhere": 0.01})
+    code = (
+        "import json, mlflow; "
+        f"mlflow.set_tracking_uri({store!r}); "
+        "from sweeplab.tracking import best_trial; "
+        "print(json.dumps(best_trial('alpha')))"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=here, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    best = json.loads(done.stdout.strip().splitlines()[-1])
+    assert best["trial_id"] == "t4" and best["tracking_uri"] == store
 
 
 def test_what_it_cannot_read_is_left_to_mlflow(
