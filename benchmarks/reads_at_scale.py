@@ -52,7 +52,9 @@ def _reports(rng: random.Random) -> int:
     return 1 if draw < 0.66 else 3 if draw < 0.89 else 9 if draw < 0.97 else 27
 
 
-def write_sweep(uri: str, storage: Path, trials: int, seed: int = 0) -> dict[str, Any]:
+def write_sweep(
+    uri: str, storage: Path, trials: int, seed: int = 0, writer: str = "thread"
+) -> dict[str, Any]:
     """Records `trials` synthetic trials through a `SweepTracker` and returns what it wrote."""
     from sweeplab.keys import ITERATION_KEY
     from sweeplab.tracking import SweepTracker
@@ -67,6 +69,7 @@ def write_sweep(uri: str, storage: Path, trials: int, seed: int = 0) -> dict[str
         scheduler_name="asha",
         max_iterations=RUNGS[-1],
         settings={"searcher": "random", "num_trials": trials},
+        writer=writer,
     )
     begin = time.perf_counter()
     tracker.start()

@@ -29,7 +29,7 @@ def tracker_for(resolved: ResolvedSweep) -> SweepTracker:
     run id and ``best_config.json``. A multi-objective sweep's objectives, constraints and pick
     rule come from its `Sweep`.
     """
-    from sweeplab.tracking import SweepTracker
+    from sweeplab.tracking import SweepTracker, writer_for
 
     return SweepTracker(
         tracking_uri=resolved.tracking_uri,
@@ -49,6 +49,7 @@ def tracker_for(resolved: ResolvedSweep) -> SweepTracker:
         objectives=resolved.sweep.objectives,
         constraints=resolved.sweep.constraints,
         pick=resolved.sweep.pick,
+        writer=writer_for(resolved.num_trials),
     )
 
 

@@ -37,10 +37,11 @@ if TYPE_CHECKING:
         tracking_client,
     )
     from sweeplab.tracking._sqlite import sqlite_store_path, write_ahead_log
-    from sweeplab.tracking._tracker import SweepTracker, TrackingError
+    from sweeplab.tracking._tracker import WRITER_ENV, SweepTracker, TrackingError, writer_for
     from sweeplab.tracking._untracked import rank_tune_results
 
 __all__ = [
+    "WRITER_ENV",
     "RankedConfig",
     "SweepData",
     "SweepExecution",
@@ -69,6 +70,7 @@ __all__ = [
     "sweep_executions",
     "tracking_client",
     "write_ahead_log",
+    "writer_for",
 ]
 
 _LAZY = {
@@ -76,6 +78,8 @@ _LAZY = {
     "write_ahead_log": "sweeplab.tracking._sqlite",
     "SweepTracker": "sweeplab.tracking._tracker",
     "TrackingError": "sweeplab.tracking._tracker",
+    "WRITER_ENV": "sweeplab.tracking._tracker",
+    "writer_for": "sweeplab.tracking._tracker",
     "rank_tune_results": "sweeplab.tracking._untracked",
     "benchmark_logging": "sweeplab.tracking._bench",
     "RankedConfig": "sweeplab.tracking._read",

@@ -2,9 +2,14 @@
 
 The Tune callback runs on the driver's event loop, so it must never wait for MLflow. It only
 appends to per-trial buffers; one daemon thread creates child runs and sends the buffers with
-``MlflowClient.log_batch`` every ``interval_s`` (sooner when much is pending). When the store
-cannot be reached the data stays in the buffers and the thread retries with exponential
-backoff (capped), so a tracking server may go away for minutes without losing a point.
+``MlflowClient.log_batch``. When the store cannot be reached the data stays in the buffers and
+the thread retries with exponential backoff (capped), so a tracking server may go away for
+minutes without losing a point.
+
+Each MLflow call costs the driver milliseconds of CPU, so a running trial's data is held up to
+``hold_s`` and sent in one go: a trial that ends within that time is recorded with three calls
+(``create_run`` with every tag, one ``log_batch`` with its params and metrics,
+``set_terminated``). A trial that has ended, a drain and a large backlog are sent at once.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ MAX_PARAMS_TAGS_PER_BATCH = 100  # mlflow.utils.validation.MAX_PARAMS_TAGS_PER_B
 MAX_PARAM_LENGTH = 6000
 MAX_TAG_LENGTH = 8000
 PARENT_TAG = "mlflow.parentRunId"
+RUN_NAME_TAG = "mlflow.runName"
 
 # (key, value, timestamp in ms, step)
 MetricPoint = tuple[str, float, int, int]
@@ -50,6 +56,8 @@ class _RunBuffer:
     # Steps already in MLflow per metric key; ``None`` until read back for a reused run.
     logged: dict[str, set[tuple[int, float]]] | None = None
     create_failed: bool = False
+    # When the oldest data not yet sent arrived (``time.monotonic()``); None when none waits.
+    since: float | None = None
 
     def pending(self) -> int:
         return (
@@ -79,8 +87,10 @@ class Flusher:
         client_factory: Builds the ``MlflowClient`` used by the thread.
         experiment_id: Experiment of the child runs.
         parent_run_id: Parent (sweep) run of the child runs.
-        interval_s: How often buffers are sent.
+        interval_s: How often the thread looks for buffers to send.
         max_backoff_s: Longest wait between two attempts while the store is unreachable.
+        hold_s: How long a running trial's data may wait, to be sent in fewer calls.
+        wake_at: Pending records at which everything is sent at once.
     """
 
     def __init__(
@@ -91,6 +101,7 @@ class Flusher:
         parent_run_id: str,
         interval_s: float = 0.5,
         max_backoff_s: float = 30.0,
+        hold_s: float = 2.0,
         wake_at: int = 5000,
     ) -> None:
         self._client_factory = client_factory
@@ -98,7 +109,9 @@ class Flusher:
         self._parent_run_id = parent_run_id
         self._interval_s = interval_s
         self._max_backoff_s = max_backoff_s
+        self._hold_s = hold_s
         self._wake_at = wake_at
+        self._draining = 0
         self._buffers: dict[str, _RunBuffer] = {}
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
@@ -139,6 +152,7 @@ class Flusher:
                 buffer.logged = {}
             else:
                 buffer.reopen = reopen
+            buffer.since = time.monotonic()
             self._buffers[trial_id] = buffer
 
     def reopen(self, trial_id: str) -> None:
@@ -146,27 +160,38 @@ class Flusher:
             buffer = self._buffers[trial_id]
             buffer.terminal = None
             buffer.reopen = buffer.run_id is not None
+            buffer.since = buffer.since or time.monotonic()
 
     def log_metrics(self, trial_id: str, points: Iterable[MetricPoint]) -> None:
         with self._lock:
-            self._buffers[trial_id].metrics.extend(points)
+            buffer = self._buffers[trial_id]
+            buffer.metrics.extend(points)
+            buffer.since = buffer.since or time.monotonic()
             if self._pending_locked() >= self._wake_at:
                 self._wake.set()
 
     def set_tags(self, trial_id: str, tags: dict[str, str]) -> None:
         with self._lock:
-            self._buffers[trial_id].tags.update(tags)
+            buffer = self._buffers[trial_id]
+            buffer.tags.update(tags)
+            buffer.since = buffer.since or time.monotonic()
 
     def end_run(self, trial_id: str, status: str) -> None:
         with self._lock:
             buffer = self._buffers[trial_id]
             buffer.terminal = status
             buffer.end_time = int(time.time() * 1000)
+            buffer.since = buffer.since or time.monotonic()
 
     def run_id(self, trial_id: str) -> str | None:
         with self._lock:
             buffer = self._buffers.get(trial_id)
             return buffer.run_id if buffer else None
+
+    def run_ids(self) -> dict[str, str]:
+        """The child run id of every trial whose run exists."""
+        with self._lock:
+            return {t: b.run_id for t, b in self._buffers.items() if b.run_id is not None}
 
     def pending(self) -> int:
         with self._lock:
@@ -179,14 +204,18 @@ class Flusher:
         """Waits until everything was delivered; returns whether it was within ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
         self._next_attempt = 0.0
-        self._wake.set()
         with self._idle:
-            while self._pending_locked() or self._busy:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._idle.wait(min(remaining, 0.2))
-                self._wake.set()
+            self._draining += 1
+            self._wake.set()
+            try:
+                while self._pending_locked() or self._busy:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return False
+                    self._idle.wait(min(remaining, 0.2))
+                    self._wake.set()
+            finally:
+                self._draining -= 1
         return True
 
     def abandon(self) -> None:
@@ -240,7 +269,19 @@ class Flusher:
 
     def _flush_all(self, client: Any) -> None:
         with self._lock:
-            trial_ids = [t for t, b in self._buffers.items() if b.pending()]
+            now = time.monotonic()
+            everything = (
+                self._draining or self._stop.is_set() or self._pending_locked() >= self._wake_at
+            )
+            held_since = now - self._hold_s
+            trial_ids = [
+                t
+                for t, b in self._buffers.items()
+                if b.pending()
+                and (
+                    everything or b.terminal is not None or b.since is None or b.since <= held_since
+                )
+            ]
             self._busy = True
         try:
             for trial_id in trial_ids:
@@ -272,6 +313,11 @@ class Flusher:
             buffer = self._buffers[trial_id]
             run_id = buffer.run_id
             create_failed = buffer.create_failed
+            if run_id is None and not create_failed:
+                # The tags set before the run exists go with its creation.
+                buffer.create_tags.update(buffer.tags)
+                buffer.tags = {}
+                buffer.run_name = buffer.create_tags.pop(RUN_NAME_TAG, buffer.run_name)
             create_tags, run_name, start_time = (
                 buffer.create_tags,
                 buffer.run_name,
@@ -298,14 +344,16 @@ class Flusher:
             client.update_run(run_id, status="RUNNING")
             with self._lock:
                 buffer.reopen = False
-        if buffer.logged is None:
+        if buffer.logged is None and buffer.metrics:
             buffer.logged = self._read_logged_steps(client, run_id)
 
         with self._lock:
             metrics, buffer.metrics = buffer.metrics, []
             params, buffer.params = buffer.params, {}
             tags, buffer.tags = buffer.tags, {}
-        logged = buffer.logged
+            if metrics and buffer.logged is None:  # arrived after the check above
+                buffer.metrics, metrics = metrics, []
+            logged = buffer.logged if buffer.logged is not None else {}
         fresh: list[MetricPoint] = []
         for point in metrics:
             # (step, value): a resumed sweep re-sends points MLflow has; a PBT recipient
@@ -363,6 +411,8 @@ class Flusher:
             with self._lock:
                 if buffer.terminal == terminal:
                     buffer.terminal = None
+        with self._lock:
+            buffer.since = time.monotonic() if buffer.pending() else None
 
     def _find_run(self, client: Any, trial_id: str) -> str | None:
         """Looks for a run whose creation may have succeeded although its request failed."""

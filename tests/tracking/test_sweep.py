@@ -49,6 +49,8 @@ def test_sweep_is_recorded_in_mlflow(ray_local: None, in_tmp: Path) -> None:
         scheduler_name="asha",
         max_iterations=N_ITER,
         register_model="demo-model",
+        # The thread writer is what every smaller sweep of the suite uses through `run_sweep`.
+        writer="process",
     )
     tracker.start()
     tuner = tune.Tuner(
