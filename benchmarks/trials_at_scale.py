@@ -1,15 +1,17 @@
 """What one driver adds per trial in a sweep of many short trials, tracked and untracked.
 
-python -m benchmarks.trials_at_scale [--trials 1000] [--arms tracked,tracked-fsync,untracked]
-    [--out benchmarks/results/trials_at_scale.json]
+python -m benchmarks.trials_at_scale [--trials 1000]
+    [--arms tracked,tracked-thread,untracked] [--out benchmarks/results/trials_at_scale.json]
 
 Each arm runs the same sweep in a fresh process, one after the other: one-worker trials of 3
 reports x 10 ms, ASHA, random search, on a local Ray with 2 CPUs; `tracked` records into a new
-SQLite store (as `sweeplab sweep` does: WAL mode), `tracked-fsync` the same with
-``SWEEPLAB_SQLITE_WAL=0`` (MLflow's defaults, a disk sync per commit), `untracked` records
-nothing. For each arm: the sweep's wall time, the overhead per trial per slot
-((wall - minimum) x slots / trials, where minimum is the trials' own sleep spread over the
-slots), and the driver process's peak RSS. The ratios are against `untracked`, in one run.
+SQLite store as `sweeplab sweep` does (WAL mode, the writer chosen by the trial count: a process
+from 100 trials on), `tracked-thread` the same with the writer thread
+(``SWEEPLAB_TRACKING_WRITER=thread``), `tracked-fsync` with ``SWEEPLAB_SQLITE_WAL=0`` (MLflow's
+defaults, a disk sync per commit; not run unless named), `untracked` records nothing. For each
+arm: the sweep's wall time, the overhead per trial per slot ((wall - minimum) x slots / trials,
+where minimum is the trials' own sleep spread over the slots), and the driver process's peak
+RSS. The ratios are against `untracked`, in one run.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from benchmarks._machine import machine
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS, SLEEP_S, SLOTS = 3, 0.01, 2
-ARMS = ("tracked", "tracked-fsync", "untracked")
+ARMS = ("tracked", "tracked-thread", "tracked-fsync", "untracked")
+DEFAULT_ARMS = ("tracked", "tracked-thread", "untracked")
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "trials_at_scale.json"
 
 SPEC = """
@@ -83,8 +86,11 @@ def _arm(name: str, trials: int, folder: Path) -> dict[str, Any]:
 def run_arm(name: str, trials: int) -> dict[str, Any]:
     """`_arm` in a fresh interpreter; its JSON result."""
     env = dict(os.environ)
+    env.pop("SWEEPLAB_TRACKING_WRITER", None)
     if name == "tracked-fsync":
         env["SWEEPLAB_SQLITE_WAL"] = "0"
+    if name == "tracked-thread":
+        env["SWEEPLAB_TRACKING_WRITER"] = "thread"
     with tempfile.TemporaryDirectory(prefix="trials-at-scale-") as folder:
         done = subprocess.run(
             [sys.executable, "-m", "benchmarks.trials_at_scale", "--arm", name,
@@ -105,7 +111,7 @@ def run_arm(name: str, trials: int) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=1000)
-    parser.add_argument("--arms", default=",".join(ARMS))
+    parser.add_argument("--arms", default=",".join(DEFAULT_ARMS))
     parser.add_argument(
         "--out", type=Path, default=ROOT / "benchmarks/results/trials_at_scale.json"
     )

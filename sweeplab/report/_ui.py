@@ -26,15 +26,16 @@ GRACE_S = 5.0
 
 
 # Sorted by creation time (the default), MLflow's runs page folds the trial runs under their
-# collapsed parent; sorted by anything else it lists them all. sweeplab names trial runs
-# `r01 <trial id> <metric>=<value>`, so by name is by rank, the parent run last.
-_BY_RUN_NAME = "orderByKey=tags.%60mlflow.runName%60&orderByAsc=true"
+# collapsed parent; sorted by anything else it lists them all. sweeplab tags each trial run with
+# its rank, zero-padded so that it sorts as text; MLflow sorts runs without the tag (the parent
+# run) last.
+_BY_RANK = "orderByKey=tags.%60sweeplab.rank%60&orderByAsc=true"
 
 
 def runs_url(root: str, experiment_id: str) -> str:
     """The MLflow UI's page of an experiment's training runs (MLflow 3's hash route), listing
-    every run sorted by name: a sweep's trials by rank, then its parent run."""
-    return f"{root.rstrip('/')}/#/experiments/{experiment_id}/runs?{_BY_RUN_NAME}"
+    every run sorted by rank: a sweep's trials best first, then its parent run."""
+    return f"{root.rstrip('/')}/#/experiments/{experiment_id}/runs?{_BY_RANK}"
 
 
 def sweep_experiments(tracking_uri: str, sweep: str | None = None) -> list[tuple[str, str]]:

@@ -44,7 +44,7 @@ from sweeplab.keys import (
 )
 from sweeplab.pareto import Constraint, Objective
 from sweeplab.tracking._flatten import flatten, mask_secrets
-from sweeplab.tracking._flusher import MAX_TAG_LENGTH, MetricPoint
+from sweeplab.tracking._flusher import MAX_TAG_LENGTH, RUN_NAME_TAG, MetricPoint
 from sweeplab.tracking._ranking import (
     TrialRecord,
     constraint_violation,
@@ -52,7 +52,10 @@ from sweeplab.tracking._ranking import (
     rank_trials,
 )
 
-RUN_NAME_TAG = "mlflow.runName"
+# Child runs named by rank (``r001 <trial id> <metric>=<value>``): renaming a run costs MLflow's
+# SQL store about 3.5 ms beside the 3 ms of its rank tag, so a 10,000-trial sweep renames its
+# best 100 and leaves the others named by trial id; every run's rank tag sorts as text.
+NAMED_RUNS = 100
 
 # Keys Tune fills in itself; everything else numeric in a result is the user's metric.
 # ``time_total_s`` is deliberately logged.
@@ -434,7 +437,8 @@ class TrialEvents:
         )
 
     def rank(self) -> list[TrialRecord]:
-        """Ranks the trials and tags each child run with its rank and a name that sorts by it.
+        """Ranks the trials and tags each child run with its rank, zero-padded so that it sorts
+        as text; the best :data:`NAMED_RUNS` runs are also named by rank.
 
         A multi-objective sweep's trials are ranked by Pareto front, and each child run with a
         point is also tagged with its front (or as infeasible).
@@ -444,21 +448,18 @@ class TrialEvents:
         else:
             ranked = rank_trials(self.records(), self.metric, self.mode, self.rank_by)
         width = max(2, len(str(len(ranked))))
-        for record in ranked:
+        for position, record in enumerate(ranked, start=1):  # record.rank == position
+            tags = {RANK_TAG: f"{position:0{width}d}"}
+            named = position <= NAMED_RUNS
             if self.objectives:
-                tags = {
-                    RANK_TAG: str(record.rank),
-                    RUN_NAME_TAG: pareto_run_name(record, self.objectives, width),
-                }
+                if named:
+                    tags[RUN_NAME_TAG] = pareto_run_name(record, self.objectives, width)
                 if record.front is not None:
                     tags[FRONT_TAG] = str(record.front)
                 elif record.has_point:
                     tags[FRONT_TAG] = FRONT_INFEASIBLE
-            else:
-                tags = {
-                    RANK_TAG: str(record.rank),
-                    RUN_NAME_TAG: ranked_run_name(record, self.metric, self.rank_by, width),
-                }
+            elif named:
+                tags[RUN_NAME_TAG] = ranked_run_name(record, self.metric, self.rank_by, width)
             config = json.dumps(record.config, default=str)
             if len(config) <= MAX_TAG_LENGTH:  # longer ones are read back from the params
                 tags[CONFIG_TAG] = config

@@ -55,7 +55,7 @@ def _wait_gone(pids: list[int], timeout_s: float) -> list[int]:
 def test_runs_url() -> None:
     assert runs_url("http://127.0.0.1:5000/", "7") == (
         "http://127.0.0.1:5000/#/experiments/7/runs"
-        "?orderByKey=tags.%60mlflow.runName%60&orderByAsc=true"
+        "?orderByKey=tags.%60sweeplab.rank%60&orderByAsc=true"
     )
 
 

@@ -66,7 +66,7 @@ def test_a_diverged_trial_is_recorded_so_and_ranks_last(mode: str, bad: float) -
     assert sink.tags["short"]["sweeplab.status"] == "stopped_early"
     ranked = events.rank()
     assert [r.trial_id for r in ranked] == ["fine", "short", "bad"]
-    assert sink.tags["bad"]["sweeplab.rank"] == "3"
+    assert sink.tags["bad"]["sweeplab.rank"] == "03"
     assert math.isfinite(ranked[-1].best_value or 0.0)  # its finite past is kept for reading
 
 

@@ -286,7 +286,7 @@ def test_a_multi_objective_sweep_in_mlflow(
     }
     for trial_id, rank, front, values in EXPECTED:
         tags = runs[trial_id].data.tags
-        assert tags[RANK_TAG] == str(rank)
+        assert tags[RANK_TAG] == f"{rank:02d}"
         assert tags.get(FRONT_TAG) == front
         if values is not None:
             shown = f"loss={values['loss']:.4g} lat={values['lat']:.4g}"

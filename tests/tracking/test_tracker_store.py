@@ -82,7 +82,7 @@ def test_experiment_opens_on_training_runs_and_runs_sort_by_rank(uri: str, tmp_p
     names = [r.info.run_name for r in runs]
     assert names[0] == "r01 t_10 loss=0.2" and names[9] == "r10 t_01 loss=1.1"
     assert names[-1] == "r12 t_none loss=-"
-    assert [r.data.tags["sweeplab.rank"] for r in runs] == [str(i) for i in range(1, 13)]
+    assert [r.data.tags["sweeplab.rank"] for r in runs] == [f"{i:02d}" for i in range(1, 13)]
 
     # a second sweep of the same name, and a resumed one, keep the tag
     client.delete_experiment_tag(experiment.experiment_id, KIND_TAG)
@@ -157,3 +157,27 @@ def test_untracked_ranking_matches_the_tracked_one(uri: str, tmp_path: Path) -> 
     doc = best_config_document(untracked, "same")
     assert strip(doc) == strip(best_config_document(tracked, "same"))
     assert doc["parent_run_id"] is None and doc["tracking_uri"] is None
+
+
+def test_only_the_best_runs_are_renamed_and_every_rank_sorts_as_text(
+    uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mlflow import MlflowClient
+
+    import sweeplab.tracking._trials as trials
+
+    monkeypatch.setattr(trials, "NAMED_RUNS", 3)
+    tracker = _tracker(uri, tmp_path / "s")
+    _run(tracker, {f"t_{i:02d}": [0.1 * (12 - i)] for i in range(12)})
+    tracker.finish()
+    client = MlflowClient(uri)
+    experiment = client.get_experiment_by_name("store")
+    runs = client.search_runs(
+        [experiment.experiment_id], order_by=["tags.`sweeplab.rank` ASC"]
+    )  # the MLflow UI's order (sweeplab ui): by the rank tag as text, the parent run last
+    names = [r.info.run_name for r in runs]
+    assert names[:3] == ["r01 t_11 loss=0.1", "r02 t_10 loss=0.2", "r03 t_09 loss=0.3"]
+    assert names[3:12] == [f"t_{i:02d}" for i in range(8, -1, -1)]
+    assert [r.data.tags.get("sweeplab.rank") for r in runs] == [
+        f"{i:02d}" for i in range(1, 13)
+    ] + [None]
