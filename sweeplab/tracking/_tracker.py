@@ -61,8 +61,10 @@ def writer_for(num_trials: int) -> str:
     From :data:`PROCESS_WRITER_FROM_TRIALS` trials on, a child process: there MLflow's ~30 ms
     of Python per trial no longer competes with Tune's event loop for the driver's GIL, which
     pays for the process's start (about 3 CPU-seconds). ``SWEEPLAB_TRACKING_WRITER=thread`` or
-    ``=process`` overrides the choice.
+    ``=process`` overrides the choice. Off POSIX systems, always a thread.
     """
+    if os.name != "posix":
+        return "thread"
     chosen = os.environ.get(WRITER_ENV, "").strip().lower()
     if chosen in WRITERS:
         return chosen

@@ -4,7 +4,7 @@ A trial costs the tracker about 30 ms of MLflow's Python (its ORM for a SQL stor
 client for a server). In the driver's process that work holds the GIL against Tune's event loop:
 on 2 CPUs a 300-trial sweep of short trials took 30-35 s tracked against 25 s untracked. A
 :class:`WriterProcess` runs the same :class:`~sweeplab.tracking._flusher.Flusher` in a child
-interpreter (``python -m sweeplab.tracking._writer``) and only forwards the trial events to it
+interpreter and only forwards the trial events to it
 over a socket, so the driver pays a pickle and a write per event.
 
 The child:
@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import queue
 import signal
 import socket
@@ -43,6 +42,11 @@ __all__ = ["WriterProcess"]
 
 _SINK_OPS = frozenset({"add_run", "reopen", "log_metrics", "set_tags", "end_run"})
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+# The child finds this sweeplab where the driver's interpreter does, else where this file is.
+_CHILD = (
+    "import sys; sys.path.append(sys.argv.pop(1)); "
+    "from sweeplab.tracking._writer import _serve; _serve(int(sys.argv[1]), *sys.argv[2:6])"
+)
 
 
 class WriterProcess:
@@ -72,15 +76,10 @@ class WriterProcess:
 
     def start(self) -> None:
         ours, theirs = socket.socketpair()
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            [_PACKAGE_ROOT, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])]
-        )
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "sweeplab.tracking._writer", str(theirs.fileno()), *self._args],
+            [sys.executable, "-c", _CHILD, _PACKAGE_ROOT, str(theirs.fileno()), *self._args],
             pass_fds=[theirs.fileno()],
             stdin=subprocess.DEVNULL,
-            env=env,
         )
         theirs.close()
         self._conn = Connection(ours.detach())
@@ -278,7 +277,3 @@ def _serve(fd: int, tracking_uri: str, experiment_id: str, parent_run_id: str, h
         elif op == "abandon":
             flusher.abandon()
             return
-
-
-if __name__ == "__main__":
-    _serve(int(sys.argv[1]), *sys.argv[2:6])
