@@ -200,3 +200,26 @@ def test_writer_for_chooses_by_trial_count_and_the_environment(
             tracking_uri=None, sweep_name="w", storage_dir=Path("."), metric="m", mode="min",
             writer="fast",
         )  # fmt: skip
+
+
+def test_an_unreachable_store_is_logged_here_and_what_waits_is_kept(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")  # the child's first try fails
+    writer = WriterProcess(
+        tracking_uri="http://127.0.0.1:1", experiment_id="1", parent_run_id="p", hold_s=0
+    )
+    with caplog.at_level(logging.WARNING, logger="sweeplab.tracking"):
+        writer.start()
+        try:
+            writer.add_run("t1", tags={"sweeplab.trial_id": "t1"}, params={"x": "1"})
+            writer.log_metrics("t1", [("loss", 0.5, 1, 1)])
+            assert not writer.drain(3)
+            path = tmp_path / "undelivered.jsonl"
+            assert writer.write_undelivered(path) == 3  # the run, its param, its point
+        finally:
+            writer.abandon()
+    kinds = [json.loads(line)["kind"] for line in path.read_text().splitlines()]
+    assert sorted(kinds) == ["metric", "param", "run"]
+    (warning,) = [r for r in caplog.records if "not reachable" in r.getMessage()]
+    assert warning.name == "sweeplab.tracking._flusher"  # the child's record, logged here
