@@ -84,7 +84,7 @@ def test_process_writer_records_what_the_thread_writer_records(tmp_path: Path) -
         uri = store_uri(tmp_path / writer)
         tracker = _tracker(uri, tmp_path / writer / "run", writer)
         tracker.start()
-        _trials(tracker, 24)
+        _trials(tracker, 12)
         summary = tracker.finish()
         assert all(record.run_id for record in summary.trials)
         contents.append(_content(uri))
@@ -97,22 +97,26 @@ def test_process_writer_records_what_the_thread_writer_records(tmp_path: Path) -
             }
         )
     thread, process = contents
-    assert len(thread) == 24 and thread["t_005"]["status"] == "FAILED"
+    assert len(thread) == 12 and thread["t_005"]["status"] == "FAILED"
     assert thread["t_004"]["metrics"]["loss"] == [(1, 4 * 7 % 11 / 2), (2, 4 * 7 % 11 / 3)]
     assert process == thread
     assert documents[0] == documents[1]
 
 
-def test_a_killed_writer_is_reported_and_the_sweep_still_ends(
+def test_writer_ignores_ctrl_c_and_a_killed_writer_is_reported(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     uri = store_uri(tmp_path)
     tracker = _tracker(uri, tmp_path / "run", "process")
     tracker.start()
-    _trials(tracker, 4)
     writer = tracker._flusher
     assert isinstance(writer, WriterProcess) and writer._process is not None
+    _trials(tracker, 2)
     assert writer.drain(60)
+    os.kill(writer._process.pid, signal.SIGINT)  # Ctrl-C is the driver's to handle
+    _trials(tracker, 2, start=2)
+    assert writer.drain(60)
+    assert writer._process.poll() is None
     with caplog.at_level(logging.ERROR, logger="sweeplab.tracking"):
         os.kill(writer._process.pid, signal.SIGKILL)
         deadline = time.monotonic() + 20
@@ -126,21 +130,6 @@ def test_a_killed_writer_is_reported_and_the_sweep_still_ends(
     assert (tmp_path / "run" / "best_config.json").exists()
     written = _content(uri)
     assert sorted(written) == [f"t_{n:03d}" for n in range(4)]  # delivered before the kill
-
-
-def test_writer_ignores_ctrl_c_and_delivers_after_it(tmp_path: Path) -> None:
-    uri = store_uri(tmp_path)
-    tracker = _tracker(uri, tmp_path / "run", "process")
-    tracker.start()
-    writer = tracker._flusher
-    assert isinstance(writer, WriterProcess) and writer._process is not None
-    _trials(tracker, 2)
-    assert writer.drain(60)
-    os.kill(writer._process.pid, signal.SIGINT)
-    _trials(tracker, 2, start=2)
-    tracker.finish()
-    assert writer._process.returncode == 0
-    assert sorted(_content(uri)) == ["t_000", "t_001", "t_002", "t_003"]
 
 
 DRIVER = textwrap.dedent(
