@@ -112,9 +112,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=1000)
     parser.add_argument("--arms", default=",".join(DEFAULT_ARMS))
-    parser.add_argument(
-        "--out", type=Path, default=ROOT / "benchmarks/results/trials_at_scale.json"
-    )
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--arm", help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

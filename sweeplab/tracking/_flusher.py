@@ -59,6 +59,11 @@ class _RunBuffer:
     # When the oldest data not yet sent arrived (``time.monotonic()``); None when none waits.
     since: float | None = None
 
+    def note_waiting(self) -> None:
+        """Marks the time the oldest unsent data arrived, if nothing was waiting before."""
+        if self.since is None:
+            self.since = time.monotonic()
+
     def pending(self) -> int:
         return (
             len(self.metrics)
@@ -152,7 +157,7 @@ class Flusher:
                 buffer.logged = {}
             else:
                 buffer.reopen = reopen
-            buffer.since = time.monotonic()
+            buffer.note_waiting()
             self._buffers[trial_id] = buffer
 
     def reopen(self, trial_id: str) -> None:
@@ -160,13 +165,13 @@ class Flusher:
             buffer = self._buffers[trial_id]
             buffer.terminal = None
             buffer.reopen = buffer.run_id is not None
-            buffer.since = buffer.since or time.monotonic()
+            buffer.note_waiting()
 
     def log_metrics(self, trial_id: str, points: Iterable[MetricPoint]) -> None:
         with self._lock:
             buffer = self._buffers[trial_id]
             buffer.metrics.extend(points)
-            buffer.since = buffer.since or time.monotonic()
+            buffer.note_waiting()
             if self._pending_locked() >= self._wake_at:
                 self._wake.set()
 
@@ -174,14 +179,14 @@ class Flusher:
         with self._lock:
             buffer = self._buffers[trial_id]
             buffer.tags.update(tags)
-            buffer.since = buffer.since or time.monotonic()
+            buffer.note_waiting()
 
     def end_run(self, trial_id: str, status: str) -> None:
         with self._lock:
             buffer = self._buffers[trial_id]
             buffer.terminal = status
             buffer.end_time = int(time.time() * 1000)
-            buffer.since = buffer.since or time.monotonic()
+            buffer.note_waiting()
 
     def run_id(self, trial_id: str) -> str | None:
         with self._lock:

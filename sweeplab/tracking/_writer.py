@@ -4,8 +4,8 @@ A trial costs the tracker about 30 ms of MLflow's Python (its ORM for a SQL stor
 client for a server). In the driver's process that work holds the GIL against Tune's event loop:
 on 2 CPUs a 300-trial sweep of short trials took 30-35 s tracked against 25 s untracked. A
 :class:`WriterProcess` runs the same :class:`~sweeplab.tracking._flusher.Flusher` in a child
-interpreter and only forwards the trial events to it
-over a socket, so the driver pays a pickle and a write per event.
+interpreter and only forwards the trial events to it over a socket, so the driver pays a pickle
+and a write per event.
 
 The child:
 
@@ -88,19 +88,19 @@ class WriterProcess:
     # -- the sink (the Tune callback's thread): one message each, never a wait for MLflow ---
 
     def add_run(self, trial_id: str, **kwargs: Any) -> None:
-        self._send(("add_run", trial_id, kwargs))
+        self._send(_message("add_run", trial_id, **kwargs))
 
     def reopen(self, trial_id: str) -> None:
-        self._send(("reopen", trial_id))
+        self._send(_message("reopen", trial_id))
 
     def log_metrics(self, trial_id: str, points: Iterable[MetricPoint]) -> None:
-        self._send(("log_metrics", trial_id, list(points)))
+        self._send(_message("log_metrics", trial_id, list(points)))
 
     def set_tags(self, trial_id: str, tags: dict[str, str]) -> None:
-        self._send(("set_tags", trial_id, dict(tags)))
+        self._send(_message("set_tags", trial_id, dict(tags)))
 
     def end_run(self, trial_id: str, status: str) -> None:
-        self._send(("end_run", trial_id, status))
+        self._send(_message("end_run", trial_id, status))
 
     # -- requests ---------------------------------------------------------------------------
 
@@ -109,29 +109,29 @@ class WriterProcess:
         return self._run_ids.get(trial_id)
 
     def pending(self) -> int:
-        state = self._request(("state",))
+        state = self._request(_message("state"))
         return int(state["pending"]) if state else 0
 
     def drain(self, timeout_s: float) -> bool:
-        state = self._request(("drain", timeout_s))
+        state = self._request(_message("drain", timeout_s))
         return bool(state and state["delivered"])
 
     def stop(self) -> None:
         if self._process is None or self._closing:
             return
         self._closing = True
-        self._request(("stop",))
+        self._request(_message("stop"))
         self._close()
 
     def abandon(self) -> None:
         """Ends the child without delivering what is pending, as a killed driver would."""
         self._closing = True
-        self._send(("abandon",))
+        self._send(_message("abandon"))
         self._close()
 
     def write_undelivered(self, path: Path) -> int:
         """What the child could not deliver, appended to ``path`` (JSON lines); the count."""
-        count = self._request(("undelivered", str(path)))
+        count = self._request(_message("undelivered", str(path)))
         if isinstance(count, int):
             return count
         with path.open("a", encoding="utf-8") as file:
@@ -201,6 +201,11 @@ class WriterProcess:
                 self._process.wait()
 
 
+def _message(op: str, *args: Any, **kwargs: Any) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
+    """What the driver sends the child: the `Flusher` call (or request) and its arguments."""
+    return op, args, kwargs
+
+
 class _Forward(logging.Handler):
     """Sends the child's log records to the driver."""
 
@@ -255,15 +260,12 @@ def _serve(fd: int, tracking_uri: str, experiment_id: str, parent_run_id: str, h
 
     while True:
         try:
-            op, *args = conn.recv()
+            op, args, kwargs = conn.recv()
         except (EOFError, OSError):  # the driver is gone: deliver nothing more
             flusher.abandon()
             return
         if op in _SINK_OPS:
-            if op == "add_run":
-                flusher.add_run(args[0], **args[1])
-            else:
-                getattr(flusher, op)(*args)
+            getattr(flusher, op)(*args, **kwargs)
         elif op == "state":
             send(("reply", state(True)))
         elif op == "drain":
