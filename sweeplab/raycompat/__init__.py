@@ -6,8 +6,8 @@ it is for and why no public API serves. Each part keeps its rows beside its func
 
 - ``_train``: Ray Train V2 workers and controllers, and `ray.train.*` routed in process;
 - ``_loader``: the data loaders `prepare_data_loader` returns, timed for the data-wait metric;
-- ``_tune``: Tune's trainable, scheduler state (median rule, PBT), actor cache, trial
-  checkpoints and the duplicate-result key;
+- ``_tune``: Tune's trainable and its registry, scheduler state (median rule, PBT), actor
+  cache, trial checkpoints and the duplicate-result key;
 - ``_cluster``: placement groups with their creators, free resources per node, the head node;
 - ``_searchers``: the Optuna study and HyperOpt trials behind Tune's searchers;
 - ``_mlflow``: the tracking store behind an `MlflowClient`, for bulk history reads.
@@ -54,6 +54,7 @@ from sweeplab.raycompat._tune import (
     pbt_with_exploit_hook,
     replace_trial_restore_checkpoint,
     rewire_restored_tuner,
+    trainable_registry_cached,
     trial_error_text,
     trial_restore_checkpoint,
 )
@@ -91,6 +92,7 @@ __all__ = [
     "start_worker_from_checkpoint",
     "time_prepared_loader_fetches",
     "tracking_store",
+    "trainable_registry_cached",
     "transform_reported_metrics",
     "trial_error_text",
     "trial_restore_checkpoint",

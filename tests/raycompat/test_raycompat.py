@@ -200,3 +200,44 @@ def test_the_duplicate_result_key_is_tunes() -> None:
     from ray.tune.result import RESULT_DUPLICATE
 
     assert keys.TUNE_DUPLICATE_RESULT_KEY == RESULT_DUPLICATE
+
+
+def test_the_trainable_registry_is_read_once_per_name_while_cached(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ray.tune import registry
+
+    def train_func(config: dict[str, Any]) -> None:
+        return None
+
+    store = registry._global_registry
+    reads: list[tuple[str, str]] = []
+    read = registry._Registry.get
+
+    def counted(self: Any, category: str, key: str) -> Any:
+        reads.append((category, key))
+        return read(self, category, key)
+
+    monkeypatch.setattr(registry._Registry, "get", counted)
+    name = "raycompat_cache_probe"
+    registry.register_trainable(name, train_func)
+    registry.register_env(name, lambda config: None)
+    try:
+        with raycompat.trainable_registry_cached():
+            first = registry.get_trainable_cls(name)
+            assert registry.get_trainable_cls(name) is first
+            assert reads == [(registry.TRAINABLE_CLASS, name)]
+            assert store.contains(registry.TRAINABLE_CLASS, name)
+            assert not store.contains(registry.TRAINABLE_CLASS, "raycompat_cache_absent")
+            with pytest.raises(registry.TuneError, match="Unknown trainable"):
+                registry.get_trainable_cls("raycompat_cache_absent")
+            # Other categories are read each time, as before.
+            store.get(registry.ENV_CREATOR, name)
+            store.get(registry.ENV_CREATOR, name)
+            assert reads.count((registry.ENV_CREATOR, name)) == 2
+        assert "get" not in vars(store) and "contains" not in vars(store)
+        registry.get_trainable_cls(name)
+        assert reads.count((registry.TRAINABLE_CLASS, name)) == 2
+    finally:
+        store.unregister(registry.TRAINABLE_CLASS, name)
+        store.unregister(registry.ENV_CREATOR, name)
