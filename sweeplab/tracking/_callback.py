@@ -29,17 +29,22 @@ class MlflowTrialCallback(Callback):
 
     def __init__(self, tracker: SweepTracker | None) -> None:
         self._tracker = tracker
+        self._listed = 0  # how many of Tune's trials `on_step_begin` has seen
 
     def __getstate__(self) -> dict[str, Any]:
         return {}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._tracker = None
+        self._listed = 0
 
     def on_step_begin(self, iteration: int, trials: list[Any], **info: Any) -> None:
+        # Tune only appends to this list (a retried trial moves to its end): the new trials are
+        # those after the ones seen, and a pass over all of them at every step is quadratic.
         if self._tracker is not None:
-            for trial in trials:
+            for trial in trials[self._listed :]:
                 self._tracker.trial_added(trial)
+        self._listed = len(trials)
 
     def on_trial_start(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         if self._tracker is not None:

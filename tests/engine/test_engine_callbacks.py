@@ -106,6 +106,25 @@ def run_events(tmp_path: Path, **adapter: Any) -> Recorder:
     return recorder
 
 
+def test_each_trial_in_tunes_growing_list_is_added_once(tmp_path: Path) -> None:
+    """Tune appends new trials and moves a retried one to the end of its list; the adapter
+    reads only the list's new end at each step, and misses no trial."""
+    from sweeplab.engine._events import SweepEvents
+
+    recorder = Recorder()
+    events = SweepEvents([recorder])
+    a, b, c, d = (tune_trial(t, tmp_path) for t in "abcd")
+    trials = [a, b]
+    events.on_step_begin(0, trials)
+    events.on_step_begin(1, trials)
+    trials.append(c)
+    events.on_step_begin(2, trials)
+    trials.remove(b)  # b is retried: Tune moves it to the end, then adds d
+    trials += [b, d]
+    events.on_step_begin(3, trials)
+    assert [e[1] for e in recorder.events if e[0] == "add"] == ["a", "b", "c", "d"]
+
+
 def test_adapter_orders_and_classifies_events(tmp_path: Path) -> None:
     recorder = run_events(tmp_path)
     assert recorder.of("done") == ["add", "start", *["result"] * 4, "complete"]
