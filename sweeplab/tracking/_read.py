@@ -21,6 +21,7 @@ from sweeplab.keys import (
     TRIALS_TAG,
 )
 from sweeplab.pareto import Constraint, Objective
+from sweeplab.tracking._child_runs import child_runs_from_tables
 from sweeplab.tracking._flusher import PARENT_TAG
 from sweeplab.tracking._history import metric_histories
 from sweeplab.tracking._quick import LATEST_FIRST, SWEEP_FILTER, quick_best
@@ -120,8 +121,13 @@ def sweep_run(client: Any, name: str, uri: str, run_id: str) -> Any:
     return run
 
 
-def _children(client: Any, parent: Any) -> list[Any]:
-    runs: list[Any] = []
+def _children(client: Any, parent: Any, uri: str) -> list[Any]:
+    """The sweep's child runs: from a SQL store's tables where it is one, else searched
+    through MLflow."""
+    runs: list[Any] | None = child_runs_from_tables(uri, parent)
+    if runs is not None:
+        return runs
+    runs = []
     token = None
     while True:
         page = client.search_runs(
@@ -136,10 +142,10 @@ def _children(client: Any, parent: Any) -> list[Any]:
             return runs
 
 
-def _trial_count(client: Any, parent: Any) -> int:
+def _trial_count(client: Any, parent: Any, uri: str) -> int:
     """The number of trials: the count an ended sweep recorded, else its child runs counted."""
     recorded = parent.data.tags.get(TRIALS_TAG, "")
-    return int(recorded) if recorded.isdigit() else len(_children(client, parent))
+    return int(recorded) if recorded.isdigit() else len(_children(client, parent, uri))
 
 
 def list_sweeps(tracking_uri: str | None = None) -> Any:
@@ -151,7 +157,7 @@ def list_sweeps(tracking_uri: str | None = None) -> Any:
     """
     import pandas as pd
 
-    client, _ = tracking_client(tracking_uri)
+    client, uri = tracking_client(tracking_uri)
     rows = []
     for experiment in client.search_experiments():
         runs = client.search_runs(
@@ -169,7 +175,7 @@ def list_sweeps(tracking_uri: str | None = None) -> Any:
             {
                 "sweep": experiment.name,
                 "status": parent.info.status,
-                "trials": _trial_count(client, parent),
+                "trials": _trial_count(client, parent, uri),
                 "best_metric": best if best is not None else math.nan,
                 "metric": metric,
                 "started": pd.to_datetime(parent.info.start_time, unit="ms"),
@@ -228,7 +234,7 @@ def load_sweep(
     settings = dict(parent.data.params)
     metric, mode = settings.get("metric", ""), settings.get("mode", "min")
     rows, points, histories = [], [], []
-    children = _children(client, parent)
+    children = _children(client, parent, uri)
     by_run = metric_histories(client, uri, children)
     for child in children:
         tags, run_id = child.data.tags, child.info.run_id
@@ -308,7 +314,7 @@ def load_summary(name: str, tracking_uri: str | None = None) -> SweepSummary:
     client, uri = tracking_client(tracking_uri)
     parent = latest_sweep_run(client, name, uri)
     objectives, _ = sweep_objectives(parent)
-    children = _children(client, parent)
+    children = _children(client, parent, uri)
     by_run = metric_histories(client, uri, children, keys={o.name for o in objectives})
     runs = [(child, by_run[child.info.run_id]) for child in children]
     return summary_of_runs(parent, runs, _best_from_parent(client, parent, uri), uri)
@@ -376,7 +382,7 @@ def ranked_configs(name: str, tracking_uri: str | None = None) -> SweepRanking:
     settings = parent.data.params
     metric = settings.get("metric", "")
     trials = []
-    for child in _children(client, parent):
+    for child in _children(client, parent, uri):
         tags = child.data.tags
         if not tags.get(RANK_TAG):
             continue
