@@ -20,6 +20,7 @@ from sweeplab.report._views import (
     SweepTrials,
     View,
     add_view_buttons,
+    packed,
     rounded,
     statuses,
 )
@@ -216,13 +217,17 @@ def _dense_traces(
     columns = [[rounded(v, _POSITION_DIGITS) for v in axis.scaled()] for axis in drawn]
     shares, low, high = _shares(view, mode)
     bins: list[dict[str, list[Any]]] = [{"x": [], "y": []} for _ in range(_BINS + 1)]
-    ticks = [*range(len(drawn)), None]
+    # A line ends at a point without a y (NaN): its x there can be any axis, so the x column
+    # fits in bytes.
+    ticks = [*range(len(drawn)), 0]
     for i, share in enumerate(shares):
         line = bins[0 if share is None else _BINS - min(int(share * _BINS), _BINS - 1)]
         line["x"] += ticks
         line["y"] += [*(column[i] for column in columns), None]
+    places = "uint8" if len(drawn) < 256 else "uint16"
+    packs = [{"x": packed(b["x"], places), "y": packed(b["y"])} for b in bins]
     rest: dict[str, Any] = {"x": [None, None], "y": [None, None]}
-    return [*bins, rest, rest], _scale(view, low, high)
+    return [*packs, rest, rest], _scale(view, low, high)
 
 
 def _annotations(view: View, axes: list[_Axis]) -> list[dict[str, Any]]:

@@ -3,9 +3,16 @@ curve is thinned, and a dense sweep's figures stay a few bytes a trial and view.
 
 from __future__ import annotations
 
+import base64
+import html as html_module
 import itertools
+import json
+import math
+import re
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from sweeplab.report import parameter_importance, rung_study, sweep_figures, sweep_study
@@ -19,7 +26,13 @@ from sweeplab.report._figures import (
     view_sample,
 )
 from sweeplab.report._parallel import parallel_coordinates
-from sweeplab.report._views import DENSE_TRIALS, slice_figure, sweep_views
+from sweeplab.report._views import (
+    DENSE_TRIALS,
+    TYPED_ARRAY_CODES,
+    slice_figure,
+    sweep_views,
+    typed_arrays,
+)
 
 
 def _study(n: int, direction: str) -> Any:
@@ -157,6 +170,15 @@ def _dense_sweep(fake_sweep: Any) -> Any:
     return fake_sweep(sorted(rows, key=lambda r: r["value"]))
 
 
+def unpacked(value: Any) -> Any:
+    """A typed array spec (as `typed_arrays` writes it) as its numpy array; else `value`."""
+    if isinstance(value, dict) and "bdata" in value:
+        names = {code: name for name, code in TYPED_ARRAY_CODES.items()}
+        dtype = np.dtype(names[value["dtype"]]).newbyteorder("<")
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=dtype)
+    return value
+
+
 def test_dense_sweep_draws_every_trial_in_every_view_compactly(fake_sweep: Any) -> None:
     data = _dense_sweep(fake_sweep)
     n = len(data.trials)
@@ -172,8 +194,10 @@ def test_dense_sweep_draws_every_trial_in_every_view_compactly(fake_sweep: Any) 
     parallel = parallel_coordinates(views, default, "min")
     (menu,) = parallel.layout.updatemenus
     for button in menu.buttons:
-        lines = button.args[0]["y"][:-2]  # the colour traces; then the scale's and the legend's
-        assert sum(y is None for line in lines for y in line) == n  # a gap ends each line
+        # The colour traces (then the scale's and the legend's), as typed arrays in the page.
+        lines = [unpacked(line) for line in button.args[0]["y"][:-2]]
+        assert all(line.dtype == np.float32 for line in lines)
+        assert sum(int(np.isnan(line).sum()) for line in lines) == n  # a gap ends each line
         assert all(len(line) % 6 == 0 for line in lines)  # status, value, 3 params, gap
     assert len(parallel.to_json()) / n < 800  # bytes a trial, every view in it
 
@@ -182,10 +206,10 @@ def test_dense_sweep_draws_every_trial_in_every_view_compactly(fake_sweep: Any) 
     assert sum(len(t.x) for t in x_panel) == n
     (menu,) = sliced.layout.updatemenus
     for button in menu.buttons:
-        symbols = [s for trace in button.args[0]["marker.symbol"] for s in trace]
+        symbols = [s for trace in button.args[0]["marker.symbol"] for s in unpacked(trace)]
         assert set(symbols) <= {0, 100}  # circle, circle-open (ended before the step)
     step9 = menu.buttons[2].args[0]["marker.symbol"]
-    assert 100 in {s for trace in step9 for s in trace}  # most trials ended before step 9
+    assert 100 in {s for trace in step9 for s in unpacked(trace)}  # most trials ended before step 9
     assert len(sliced.to_json()) / n < 1000
 
 
@@ -218,3 +242,85 @@ def test_dense_sweep_rates_other_views_with_fewer_trees(fake_sweep: Any) -> None
         i != default for i in range(len(views))
     ]
     assert all(sum(b.args[0]["x"][0]) == pytest.approx(1.0, abs=0.05) for b in menu.buttons)
+
+
+# Run in the page: each figure's traces as plotly.js holds them (decoded, in `_fullData`) after
+# newPlot and again after a real click on its last view button: (points, gaps, symbols 100).
+_TYPED_PROBE = """
+window.addEventListener("load", function () {
+  var plots = Array.from(document.querySelectorAll(".plotly-graph-div"));
+  var read = function (plot) {
+    return plot._fullData.map(function (t) {
+      var y = t.y || [], symbols = (t.marker && t.marker.symbol) || [];
+      var gaps = 0, open = 0;
+      for (var i = 0; i < y.length; i++) { if (typeof y[i] !== "number" || isNaN(y[i])) gaps++; }
+      for (var j = 0; j < symbols.length; j++) { if (symbols[j] === 100) open++; }
+      return [y.length, gaps, open];
+    });
+  };
+  var seen = plots.map(function (plot) { return {before: read(plot)}; });
+  plots.forEach(function (plot) {
+    var buttons = plot.querySelectorAll("g.updatemenu-button");
+    buttons[buttons.length - 1].dispatchEvent(new MouseEvent("click", {bubbles: true}));
+  });
+  setTimeout(function () {
+    plots.forEach(function (plot, index) { seen[index].after = read(plot); });
+    var out = document.createElement("pre");
+    out.id = "probe";
+    out.textContent = JSON.stringify(seen);
+    document.body.appendChild(out);
+  }, 2000);
+});
+"""
+
+
+def _expected(figure: Any, restyle: dict[str, Any] | None) -> list[list[int]]:
+    """(points, gaps, symbols 100) per trace: of the figure's data, with a button's update."""
+    rows = []
+    for index, trace in enumerate(figure.data):
+        y, symbols = trace.y, trace.marker.symbol
+        if restyle is not None and index < len(restyle["y"]):
+            y = unpacked(restyle["y"][index])
+            symbols = unpacked(restyle.get("marker.symbol", [symbols] * (index + 1))[index])
+        values = [math.nan if v is None else float(v) for v in (y if y is not None else ())]
+        open_ = sum(1 for s in (symbols if symbols is not None else ()) if s == 100)
+        rows.append([len(values), sum(1 for v in values if math.isnan(v)), open_])
+    return rows
+
+
+def test_dense_figures_typed_arrays_draw_and_switch_in_a_browser(
+    fake_sweep: Any, tmp_path: Path, chromium_dom: Any
+) -> None:
+    """plotly writes the dense views' numpy arrays as typed arrays (base64): plotly.js reads
+    them in its first drawing and in a button's update alike."""
+    from sweeplab.report._html import _div, _document
+
+    data = _dense_sweep(fake_sweep)
+    views, default = sweep_views(data)
+    figures = [parallel_coordinates(views, default, "min"), slice_figure(views, default)]
+    page = tmp_path / "dense.html"
+    html = _document("dense", [_div(f) for f in figures])
+    assert html.count('"bdata"') > 10
+    page.write_text(html.replace("</body>", f"<script>{_TYPED_PROBE}</script></body>"))
+    dom = chromium_dom(page.resolve().as_uri(), tmp_path / "profile")
+    found = re.search(r'<pre id="probe">(.*?)</pre>', dom, re.S)
+    assert found, dom[-2000:]
+    seen = json.loads(html_module.unescape(found.group(1)))
+    for figure, drawn in zip(figures, seen, strict=True):
+        (menu,) = figure.layout.updatemenus
+        assert drawn["before"] == _expected(figure, None)
+        assert drawn["after"] == _expected(figure, menu.buttons[-1].args[0])
+        assert drawn["after"] != drawn["before"]
+
+
+def test_typed_arrays_are_the_arrays_bytes_and_leave_the_rest() -> None:
+    floats = np.array([0.5, np.nan, -2.0], dtype=np.float32)
+    value = {"y": [floats, [1, None]], "x": (np.array([3, 0], dtype=np.uint8),), "t": "a"}
+    typed = typed_arrays(value)
+    assert typed["y"][0]["dtype"] == "f4" and typed["x"][0]["dtype"] == "u1"
+    np.testing.assert_array_equal(unpacked(typed["y"][0]), floats)
+    assert list(unpacked(typed["x"][0])) == [3, 0]
+    assert typed["y"][1] == [1, None] and typed["t"] == "a"
+    empty, grid = np.array([], dtype=np.float32), np.zeros((2, 2), dtype=np.float32)
+    assert typed_arrays([empty, grid])[0] is empty  # plotly.js takes an empty list as is
+    assert typed_arrays([empty, grid])[1] is grid  # and a 1-d spec only
