@@ -16,7 +16,7 @@ from ray.tune import Callback
 from sweeplab._numbers import diverged
 from sweeplab.engine._callbacks import SweepCallback, TrialView
 from sweeplab.keys import ITERATION_KEY
-from sweeplab.raycompat import trial_error_text
+from sweeplab.raycompat import forget_trial_statistics, trial_error_text
 
 if TYPE_CHECKING:
     from sweeplab.tracking import SweepTracker
@@ -142,6 +142,7 @@ class SweepEvents(Callback):
 
     def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         self._add(trial)
+        forget_trial_statistics(trial)  # kept by Tune to the sweep's end, read by no one
         if self._tracker is not None:
             self._tracker.trial_ended(trial)
         view = self._view(trial, "TERMINATED")
@@ -161,6 +162,7 @@ class SweepEvents(Callback):
 
     def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         self._add(trial)
+        forget_trial_statistics(trial)
         error = trial_error_text(trial)
         if self._tracker is not None:
             self._tracker.trial_failed(trial, error)

@@ -7,7 +7,7 @@ it is for and why no public API serves. Each part keeps its rows beside its func
 - ``_train``: Ray Train V2 workers and controllers, and `ray.train.*` routed in process;
 - ``_loader``: the data loaders `prepare_data_loader` returns, timed for the data-wait metric;
 - ``_tune``: Tune's trainable and its registry, scheduler state (median rule, PBT), actor
-  cache, trial checkpoints and the duplicate-result key;
+  cache, trial checkpoints, an ended trial's statistics and the duplicate-result key;
 - ``_cluster``: placement groups with their creators, free resources per node, the head node;
 - ``_searchers``: the Optuna study and HyperOpt trials behind Tune's searchers;
 - ``_mlflow``: the tracking store behind an `MlflowClient`, for bulk history reads.
@@ -46,6 +46,7 @@ from sweeplab.raycompat._train import (
     transform_reported_metrics,
 )
 from sweeplab.raycompat._tune import (
+    forget_trial_statistics,
     function_trainable_class,
     keep_idle_trial_actors,
     median_rule_stops_hard,
@@ -72,6 +73,7 @@ __all__ = [
     "current_train_context",
     "current_train_fn_utils",
     "disable_tune_session_guard",
+    "forget_trial_statistics",
     "free_resources_per_node",
     "function_trainable_class",
     "head_node_id",

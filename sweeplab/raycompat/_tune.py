@@ -122,6 +122,20 @@ PRIVATE_USES: tuple[PrivateUse, ...] = (
         "the restored TuneConfig, whose scheduler (PBT) gets the fresh exploit hook",
     ),
     PrivateUse(
+        "ray.tune.trainable.metadata",
+        "_TrainingRunMetadata.metric_analysis",
+        None,
+        "a trial's running statistics of each metric (min, max, averages of the last 5 and 10 "
+        "results), emptied when the trial ends: sweeplab never reads them, and at 10,000 "
+        "trials they held most of the driver's memory per trial; Tune has no switch for them",
+    ),
+    PrivateUse(
+        "ray.tune.trainable.metadata",
+        "_TrainingRunMetadata.metric_n_steps",
+        None,
+        "the windows of the last 5 and 10 values behind those averages, emptied with them",
+    ),
+    PrivateUse(
         "ray.tune.registry",
         "_global_registry",
         None,
@@ -294,6 +308,26 @@ def trial_error_text(trial: Any) -> str | None:
     except OSError:
         pass
     return None
+
+
+# --- An ended trial's statistics ---------------------------------------------------------------
+
+
+def forget_trial_statistics(trial: Any) -> None:
+    """Empties Tune's running statistics of an ended trial's metrics.
+
+    Tune keeps, for every number in a trial's results, its min, max, mean and the averages of
+    its last 5 and 10 values, with the deques behind them, and their JSON for the experiment's
+    snapshots: about 40 objects per metric, kept for every trial to the end of the sweep. Only
+    Tune's `ExperimentAnalysis` reads them (its ``scope`` of a best trial), which sweeplab does
+    not use. A trial that runs again (a resumed errored trial) starts them anew, as Tune does
+    for a new metric.
+    """
+    metadata = getattr(trial, "run_metadata", None)
+    if metadata is not None and hasattr(metadata, "metric_n_steps"):
+        # Setting them through the object drops its cached JSON too.
+        metadata.metric_analysis = {}
+        metadata.metric_n_steps = {}
 
 
 # --- The trainable registry ------------------------------------------------------------------

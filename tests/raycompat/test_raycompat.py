@@ -241,3 +241,20 @@ def test_the_trainable_registry_is_read_once_per_name_while_cached(
     finally:
         store.unregister(registry.TRAINABLE_CLASS, name)
         store.unregister(registry.ENV_CREATOR, name)
+
+
+def test_an_ended_trials_statistics_are_emptied_and_start_anew() -> None:
+    from ray.tune.experiment import Trial
+
+    trial = Trial("__fake", stub=True)
+    for step in range(1, 12):
+        trial.update_last_result({"training_iteration": step, "loss": 1.0 / step})
+    state = trial.run_metadata.get_json_state()
+    assert trial.metric_analysis["loss"]["last-5-avg"] > 0
+    raycompat.forget_trial_statistics(trial)
+    assert trial.metric_analysis == {} and trial.metric_n_steps == {}
+    assert len(trial.run_metadata.get_json_state()) < len(state) / 2  # its snapshot shrank
+    assert trial.last_result["loss"] == 1.0 / 11  # what sweeplab reads stays
+    trial.update_last_result({"training_iteration": 12, "loss": 0.5})  # a restarted trial
+    assert trial.metric_analysis["loss"]["last-5-avg"] == 0.5
+    raycompat.forget_trial_statistics(object())  # anything else: nothing to do
