@@ -16,16 +16,14 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from typing import Any
-from urllib.parse import urlparse
 
 from sweeplab.raycompat import tracking_store
 from sweeplab.tracking._flusher import PARENT_TAG
+from sweeplab.tracking._history import SQL_SCHEMES, store_scheme
 
 __all__ = ["child_runs_from_tables"]
 
 logger = logging.getLogger(__name__)
-
-SQL_SCHEMES = frozenset({"sqlite", "postgresql", "mysql", "mssql"})
 
 # The sweep's child runs: active runs of the parent's experiment tagged with the parent's id.
 _CHILDREN = (
@@ -50,7 +48,7 @@ def child_runs_from_tables(uri: str, parent: Any) -> list[Any] | None:
     """The active child runs of the sweep run `parent`, as ``search_runs`` gives them (newest
     first), read from the tables of the SQL store at `uri`; None where that store is no SQL
     store or the read fails."""
-    if urlparse(uri).scheme.split("+", 1)[0].lower() not in SQL_SCHEMES:
+    if store_scheme(uri) not in SQL_SCHEMES:
         return None
     try:
         engine = tracking_store(uri).engine

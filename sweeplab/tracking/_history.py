@@ -72,9 +72,14 @@ def metric_histories(
     }
 
 
+def store_scheme(uri: str) -> str:
+    """The kind of store a tracking URI names: ``postgresql+psycopg://...`` is ``postgresql``."""
+    return urlparse(uri).scheme.split("+", 1)[0].lower()
+
+
 def _read_bulk(client: Any, uri: str, wanted: Wanted) -> Read | None:
     """The histories from the store's bulk read; ``None`` where the store has none."""
-    scheme = urlparse(uri).scheme.split("+", 1)[0].lower()
+    scheme = store_scheme(uri)
     if scheme in HTTP_SCHEMES:
         return _read_http(client, uri, wanted)
     if scheme in SQL_SCHEMES:
