@@ -1,12 +1,13 @@
 """What one driver adds per trial in a sweep of many short trials, tracked and untracked.
 
 python -m benchmarks.trials_at_scale [--trials 1000]
-    [--arms tracked,tracked-thread,untracked] [--out benchmarks/results/trials_at_scale.json]
+    [--arms tracked,tracked-orm,untracked] [--out benchmarks/results/trials_at_scale.json]
 
 Each arm runs the same sweep in a fresh process, one after the other: one-worker trials of 3
 reports x 10 ms, ASHA, random search, on a local Ray with 2 CPUs; `tracked` records into a new
 SQLite store as `sweeplab sweep` does (WAL mode, the writer chosen by the trial count: a process
-from 100 trials on), `tracked-thread` the same with the writer thread
+from 100 trials on, child runs written in bulk), `tracked-orm` the same through MLflow's client
+only (``SWEEPLAB_TRACKING_BULK=0``), `tracked-thread` with the writer thread
 (``SWEEPLAB_TRACKING_WRITER=thread``), `tracked-fsync` with ``SWEEPLAB_SQLITE_WAL=0`` (MLflow's
 defaults, a disk sync per commit; not run unless named), `untracked` records nothing. For each
 arm: the sweep's wall time, the overhead per trial per slot ((wall - minimum) x slots / trials,
@@ -31,8 +32,8 @@ from benchmarks._machine import machine
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS, SLEEP_S, SLOTS = 3, 0.01, 2
-ARMS = ("tracked", "tracked-thread", "tracked-fsync", "untracked")
-DEFAULT_ARMS = ("tracked", "tracked-thread", "untracked")
+ARMS = ("tracked", "tracked-orm", "tracked-thread", "tracked-fsync", "untracked")
+DEFAULT_ARMS = ("tracked", "tracked-orm", "untracked")
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "trials_at_scale.json"
 
 SPEC = """
@@ -87,6 +88,9 @@ def run_arm(name: str, trials: int) -> dict[str, Any]:
     """`_arm` in a fresh interpreter; its JSON result."""
     env = dict(os.environ)
     env.pop("SWEEPLAB_TRACKING_WRITER", None)
+    env.pop("SWEEPLAB_TRACKING_BULK", None)
+    if name == "tracked-orm":
+        env["SWEEPLAB_TRACKING_BULK"] = "0"
     if name == "tracked-fsync":
         env["SWEEPLAB_SQLITE_WAL"] = "0"
     if name == "tracked-thread":

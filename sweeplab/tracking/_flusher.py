@@ -10,6 +10,10 @@ Each MLflow call costs the driver milliseconds of CPU, so a running trial's data
 ``hold_s`` and sent in one go: a trial that ends within that time is recorded with three calls
 (``create_run`` with every tag, one ``log_batch`` with its params and metrics,
 ``set_terminated``). A trial that has ended, a drain and a large backlog are sent at once.
+
+Where a bulk writer is given (:mod:`sweeplab.tracking._bulk`, for a SQL store), the buffers it
+can take are written through it instead, up to :data:`BULK_RUNS` runs per transaction; the
+rest, and any batch it fails to write, go through MLflow's client.
 """
 
 from __future__ import annotations
@@ -24,11 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from sweeplab.keys import TRIAL_ID_TAG
+from sweeplab.tracking._bulk import BulkRun, SqlBulk, new_run_id
 
 logger = logging.getLogger(__name__)
 
 MAX_METRICS_PER_BATCH = 1000  # mlflow.utils.validation.MAX_METRICS_PER_BATCH
 MAX_PARAMS_TAGS_PER_BATCH = 100  # mlflow.utils.validation.MAX_PARAMS_TAGS_PER_BATCH
+BULK_RUNS = 200
 MAX_PARAM_LENGTH = 6000
 MAX_TAG_LENGTH = 8000
 PARENT_TAG = "mlflow.parentRunId"
@@ -96,6 +102,8 @@ class Flusher:
         max_backoff_s: Longest wait between two attempts while the store is unreachable.
         hold_s: How long a running trial's data may wait, to be sent in fewer calls.
         wake_at: Pending records at which everything is sent at once.
+        bulk_factory: Builds the bulk writer used by the thread
+            (:func:`~sweeplab.tracking._bulk.sql_bulk`), or None where there is none.
     """
 
     def __init__(
@@ -108,7 +116,10 @@ class Flusher:
         max_backoff_s: float = 30.0,
         hold_s: float = 2.0,
         wake_at: int = 5000,
+        bulk_factory: Callable[[], SqlBulk | None] | None = None,
     ) -> None:
+        self._bulk_factory = bulk_factory
+        self._bulk: SqlBulk | None = None
         self._client_factory = client_factory
         self._experiment_id = experiment_id
         self._parent_run_id = parent_run_id
@@ -263,6 +274,8 @@ class Flusher:
 
     def _run(self) -> None:
         client = self._client_factory()
+        if self._bulk_factory is not None:
+            self._bulk = self._bulk_factory()
         while True:
             self._wake.wait(self._interval_s)
             self._wake.clear()
@@ -289,6 +302,8 @@ class Flusher:
             ]
             self._busy = True
         try:
+            if self._bulk is not None:
+                trial_ids = self._flush_bulk(self._bulk, trial_ids)
             for trial_id in trial_ids:
                 self._flush_one(client, trial_id)
         except Exception as error:
@@ -335,7 +350,7 @@ class Flusher:
                     run = client.create_run(
                         self._experiment_id,
                         start_time=start_time,
-                        tags=create_tags,
+                        tags={k: v[:MAX_TAG_LENGTH] for k, v in create_tags.items()},
                         run_name=run_name,
                     )
                 except Exception:
@@ -419,6 +434,75 @@ class Flusher:
         with self._lock:
             buffer.since = time.monotonic() if buffer.pending() else None
 
+    def _flush_bulk(self, bulk: SqlBulk, trial_ids: list[str]) -> list[str]:
+        """Writes the buffers `bulk` can take, :data:`BULK_RUNS` runs per transaction; returns
+        the trials left for MLflow's client."""
+        taken: list[_Taken] = []
+        rest: list[str] = []
+        with self._lock:  # what a bulk write takes leaves the buffers until it fails
+            for trial_id in trial_ids:
+                buffer = self._buffers[trial_id]
+                run = _bulk_run(buffer)
+                if run is None or not bulk.accepts(run):
+                    rest.append(trial_id)
+                    continue
+                taken.append(_Taken(buffer, run, buffer.metrics, buffer.params, buffer.tags))
+                buffer.metrics, buffer.params, buffer.tags = [], {}, {}
+        try:
+            reused = [t.run.run_id for t in taken if not t.run.create]
+            active = bulk.existing(reused, active=True) if reused else set()
+        except Exception:
+            self._restore(taken)
+            raise
+        deleted = [t for t in taken if not t.run.create and t.run.run_id not in active]
+        self._restore(deleted)
+        rest += [t.buffer.trial_id for t in deleted]
+        taken = [t for t in taken if t.run.create or t.run.run_id in active]
+        for start in range(0, len(taken), BULK_RUNS):
+            rest += self._write_bulk(bulk, taken[start : start + BULK_RUNS])
+        return rest
+
+    def _write_bulk(self, bulk: SqlBulk, batch: list[_Taken]) -> list[str]:
+        """Writes one transaction; returns the trials to send through MLflow's client instead."""
+        try:
+            bulk.write([t.run for t in batch])
+            written = True
+        except Exception:
+            logger.debug("a bulk write of %d runs failed", len(batch), exc_info=True)
+            created = [t.run.run_id for t in batch if t.run.create]
+            try:
+                # A commit whose answer was lost: its runs are there.
+                written = bool(created) and bool(bulk.existing(created))
+            except Exception:
+                self._restore(batch)
+                raise
+        if not written:
+            self._restore(batch)
+            return [t.buffer.trial_id for t in batch]
+        with self._lock:
+            for t in batch:
+                buffer, run = t.buffer, t.run
+                if run.create:
+                    buffer.run_id = run.run_id
+                    buffer.create_tags = {}
+                logged = buffer.logged if buffer.logged is not None else {}
+                for key, value, _, step in run.metrics:
+                    logged.setdefault(key, set()).add((step, value))
+                buffer.logged = logged
+                if run.terminal is not None and buffer.terminal == run.terminal:
+                    buffer.terminal = None
+                buffer.since = time.monotonic() if buffer.pending() else None
+                self.delivered_points += len(run.metrics)
+        return []
+
+    def _restore(self, batch: list[_Taken]) -> None:
+        """Puts what a failed bulk write took back into the buffers, before what came since."""
+        with self._lock:
+            for t in batch:
+                t.buffer.metrics[:0] = t.metrics
+                t.buffer.params = {**t.params, **t.buffer.params}
+                t.buffer.tags = {**t.tags, **t.buffer.tags}
+
     def _find_run(self, client: Any, trial_id: str) -> str | None:
         """Looks for a run whose creation may have succeeded although its request failed."""
         runs = client.search_runs(
@@ -438,3 +522,58 @@ class Flusher:
             key: {(m.step, m.value) for m in client.get_metric_history(run_id, key)}
             for key in run.data.metrics
         }
+
+
+@dataclass
+class _Taken:
+    """A buffer's data taken for a bulk write: the run to write and what left the buffer."""
+
+    buffer: _RunBuffer
+    run: BulkRun
+    metrics: list[MetricPoint]
+    params: dict[str, str]
+    tags: dict[str, str]
+
+
+def _bulk_run(buffer: _RunBuffer) -> BulkRun | None:
+    """What a bulk write would send for `buffer` (without taking it), or None where it must go
+    through MLflow's client: a run to reopen, a creation that failed, a reused run whose logged
+    steps are not read yet, params for an existing run."""
+    if buffer.reopen or buffer.create_failed or buffer.logged is None:
+        return None
+    logged = buffer.logged
+    seen: set[tuple[str, int, float]] = set()
+    metrics = []
+    for point in buffer.metrics:
+        key, value, _, step = point
+        if (step, value) in logged.get(key, ()) or (key, step, value) in seen:
+            continue
+        seen.add((key, step, value))
+        metrics.append(point)
+    tags = {k: v[:MAX_TAG_LENGTH] for k, v in buffer.tags.items()}
+    if buffer.run_id is not None:
+        if buffer.params:
+            return None
+        return BulkRun(
+            run_id=buffer.run_id,
+            tags=tags,
+            metrics=metrics,
+            terminal=buffer.terminal,
+            end_time=buffer.end_time,
+        )
+    create_tags = {**buffer.create_tags, **tags}
+    run_name = create_tags.get(RUN_NAME_TAG, buffer.run_name)
+    if run_name is None:
+        return None
+    create_tags[RUN_NAME_TAG] = run_name
+    return BulkRun(
+        run_id=new_run_id(),
+        tags={k: v[:MAX_TAG_LENGTH] for k, v in create_tags.items()},
+        params={k: v[:MAX_PARAM_LENGTH] for k, v in buffer.params.items()},
+        metrics=metrics,
+        terminal=buffer.terminal,
+        end_time=buffer.end_time,
+        create=True,
+        run_name=run_name,
+        start_time=buffer.start_time,
+    )

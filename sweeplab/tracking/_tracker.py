@@ -11,12 +11,14 @@ import json
 import logging
 import os
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from sweeplab.errors import SweeplabError
 from sweeplab.keys import CONSTRAINTS_TAG, OBJECTIVES_TAG
 from sweeplab.pareto import Constraint, Objective, parse_pick
+from sweeplab.tracking._bulk import sql_bulk
 from sweeplab.tracking._flusher import Flusher
 from sweeplab.tracking._ranking import (
     SweepSummary,
@@ -240,6 +242,7 @@ class SweepTracker:
                 client_factory=self._new_client,
                 experiment_id=self.experiment_id,
                 parent_run_id=self.parent_run_id,
+                bulk_factory=partial(sql_bulk, self._resolved_uri, self.experiment_id),
             )
         self._events = TrialEvents(
             metric=self.metric,

@@ -30,10 +30,12 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterable
+from functools import partial
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from sweeplab.tracking._bulk import sql_bulk
 from sweeplab.tracking._flusher import Flusher, MetricPoint
 
 logger = logging.getLogger(__name__)
@@ -246,6 +248,7 @@ def _serve(fd: int, tracking_uri: str, experiment_id: str, parent_run_id: str, h
         experiment_id=experiment_id,
         parent_run_id=parent_run_id,
         hold_s=float(hold),
+        bulk_factory=partial(sql_bulk, tracking_uri, experiment_id),
     )
     flusher.start()
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from mlflow_server import MlflowServer
+from mlflow_store import store_uri
 from postgres import PostgresCluster, postgres_bin_dir, sqlalchemy_uri
 
 _database_numbers = itertools.count()
@@ -34,6 +35,16 @@ def backend_store_uri(request: pytest.FixtureRequest) -> str | None:
         return None
     cluster: PostgresCluster = request.getfixturevalue("postgres")
     return sqlalchemy_uri(cluster.create_database(f"mlflow_{next(_database_numbers)}"))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def sql_store_uri(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A new MLflow SQL store written directly by the client: a SQLite file or a fresh
+    PostgreSQL database."""
+    if request.param == "sqlite":
+        return store_uri(tmp_path)
+    cluster: PostgresCluster = request.getfixturevalue("postgres")
+    return sqlalchemy_uri(cluster.create_database(f"store_{next(_database_numbers)}"))
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ Against real stores: a SQLite file and a real PostgreSQL database, each written 
 
 from __future__ import annotations
 
-import itertools
 import math
 from pathlib import Path
 from typing import Any
@@ -18,18 +17,6 @@ from sweeplab.tracking import _child_runs
 from sweeplab.tracking._child_runs import child_runs_from_tables
 from sweeplab.tracking._flusher import PARENT_TAG
 from sweeplab.tracking._read import _children
-
-_databases = itertools.count()
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def uri(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return store_uri(tmp_path)
-    from postgres import sqlalchemy_uri
-
-    cluster = request.getfixturevalue("postgres")
-    return sqlalchemy_uri(cluster.create_database(f"children_{next(_databases)}"))
 
 
 def _sweep(client: Any, n_children: int = 12) -> Any:
@@ -98,9 +85,12 @@ def _searched(client: Any, parent: Any, uri: str, monkeypatch: pytest.MonkeyPatc
         return _children(client, parent, uri)
 
 
-def test_table_read_equals_mlflow_search(uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_table_read_equals_mlflow_search(
+    sql_store_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from mlflow import MlflowClient
 
+    uri = sql_store_uri
     client = MlflowClient(uri)
     parent = _sweep(client)
     read = child_runs_from_tables(uri, parent)
