@@ -15,6 +15,7 @@ from ray.tune import Callback
 
 from sweeplab._numbers import diverged
 from sweeplab.engine._callbacks import SweepCallback, TrialView
+from sweeplab.engine._heap import HeapTrimmer
 from sweeplab.keys import ITERATION_KEY
 from sweeplab.raycompat import forget_trial_statistics, trial_error_text
 
@@ -67,6 +68,7 @@ class SweepEvents(Callback):
         self._latest: dict[str, Mapping[str, Any]] = {}
         self._stopped_at_result: dict[str, bool] = {}
         self._listed = 0  # how many of Tune's trials `on_step_begin` has seen
+        self.heap = HeapTrimmer()
 
     def __getstate__(self) -> dict[str, Any]:
         return {}
@@ -108,6 +110,7 @@ class SweepEvents(Callback):
         for trial in trials[self._listed :]:
             self._add(trial)
         self._listed = len(trials)
+        self.heap.maybe_trim()
 
     def on_trial_start(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         self._add(trial)

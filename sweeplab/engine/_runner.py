@@ -32,7 +32,7 @@ from sweeplab.engine._sinks import live, wire_sinks
 from sweeplab.engine._tuner import build_tuner, slot_names, start_slots, write_json
 from sweeplab.engine._warm import WarmStartPlan, plan_warm_start
 from sweeplab.errors import SpecError, SweeplabError
-from sweeplab.raycompat import trainable_registry_cached
+from sweeplab.raycompat import trainable_registry_cached, trial_dataframes_not_read
 from sweeplab.spec import Sweep
 
 __all__ = ["DEFAULT_STORAGE", "SweepOptions", "SweepOutcome", "run_sweep", "start_local_ray"]
@@ -184,6 +184,7 @@ def _run_on_ray(
             live(sinks.table, options.live),
             tune_logs_without_tensorboard(),
             trainable_registry_cached(),
+            trial_dataframes_not_read(),
         ):
             results = tuner.fit()
         errored = sum(1 for r in results if r.error is not None)

@@ -56,6 +56,7 @@ from sweeplab.raycompat._tune import (
     replace_trial_restore_checkpoint,
     rewire_restored_tuner,
     trainable_registry_cached,
+    trial_dataframes_not_read,
     trial_error_text,
     trial_restore_checkpoint,
 )
@@ -96,6 +97,7 @@ __all__ = [
     "tracking_store",
     "trainable_registry_cached",
     "transform_reported_metrics",
+    "trial_dataframes_not_read",
     "trial_error_text",
     "trial_restore_checkpoint",
 ]

@@ -154,6 +154,14 @@ PRIVATE_USES: tuple[PrivateUse, ...] = (
         ("category", "key"),
         "whether a value is registered, answered from the cache for trainable classes",
     ),
+    PrivateUse(
+        "ray.tune.analysis.experiment_analysis",
+        "ExperimentAnalysis._fetch_trial_dataframes",
+        (),
+        "read at the end of `fit`: every trial's result.json into a pandas DataFrame, for "
+        "`Result.metrics_dataframe`; a sweep run by sweeplab reads no such frame, and no "
+        "argument of `Tuner`, `TuneConfig` or `RunConfig` turns the read off",
+    ),
 )
 
 
@@ -368,3 +376,31 @@ def trainable_registry_cached() -> Iterator[None]:
     finally:
         # The instance attributes shadowed the class's methods; removing them restores those.
         del store.get, store.contains
+
+
+# --- The results of fit ---------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def trial_dataframes_not_read() -> Iterator[None]:
+    """While a sweep runs: the results ``Tuner.fit`` returns carry no ``metrics_dataframe``.
+
+    At its end ``fit`` reads every trial's ``result.json`` into a pandas DataFrame, one trial
+    after the other, and keeps them all in its ``ResultGrid``. A sweep reads its trials' results
+    from MLflow or from those files itself, so the frames were only time and memory: at the end
+    of a sweep of 3,000 short trials they were the driver's peak memory. Inside this context the
+    frames are not read (``Result.metrics_dataframe`` is None); the rest of each ``Result`` (its
+    last metrics, config, path, error and checkpoints) is as before.
+    """
+    from ray.tune.analysis.experiment_analysis import ExperimentAnalysis
+
+    read = ExperimentAnalysis._fetch_trial_dataframes
+
+    def not_read(self: Any) -> dict[str, Any]:
+        return {}
+
+    ExperimentAnalysis._fetch_trial_dataframes = not_read  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        ExperimentAnalysis._fetch_trial_dataframes = read  # type: ignore[method-assign]

@@ -258,3 +258,20 @@ def test_an_ended_trials_statistics_are_emptied_and_start_anew() -> None:
     trial.update_last_result({"training_iteration": 12, "loss": 0.5})  # a restarted trial
     assert trial.metric_analysis["loss"]["last-5-avg"] == 0.5
     raycompat.forget_trial_statistics(object())  # anything else: nothing to do
+
+
+def test_trial_dataframes_are_not_read_inside_the_context() -> None:
+    from ray.tune.analysis.experiment_analysis import ExperimentAnalysis
+    from ray.tune.experiment import Trial
+
+    trial = Trial("__fake", stub=True)
+    trial.update_last_result({"training_iteration": 3, "loss": 0.25})
+    analysis = object.__new__(ExperimentAnalysis)  # what `fit` builds, without its files
+    analysis.trials = [trial]
+    read = ExperimentAnalysis._fetch_trial_dataframes
+    with raycompat.trial_dataframes_not_read():
+        # `ResultGrid` asks `.get(trial_id)`: None is each `Result.metrics_dataframe`.
+        assert analysis._fetch_trial_dataframes() == {}
+    assert ExperimentAnalysis._fetch_trial_dataframes is read  # restored
+    frames = analysis._fetch_trial_dataframes()  # Tune reads (a stub trial has no file)
+    assert list(frames) == [trial.trial_id]
