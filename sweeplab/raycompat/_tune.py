@@ -399,8 +399,8 @@ def trial_dataframes_not_read() -> Iterator[None]:
     def not_read(self: Any) -> dict[str, Any]:
         return {}
 
-    ExperimentAnalysis._fetch_trial_dataframes = not_read  # type: ignore[method-assign]
+    ExperimentAnalysis._fetch_trial_dataframes = not_read
     try:
         yield
     finally:
-        ExperimentAnalysis._fetch_trial_dataframes = read  # type: ignore[method-assign]
+        ExperimentAnalysis._fetch_trial_dataframes = read
