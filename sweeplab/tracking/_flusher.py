@@ -129,6 +129,9 @@ class Flusher:
         self._wake_at = wake_at
         self._draining = 0
         self._buffers: dict[str, _RunBuffer] = {}
+        # The buffers that may hold data to send: a sweep's ended trials leave it, so that the
+        # work per event and per flush does not grow with the number of trials.
+        self._waiting: dict[str, _RunBuffer] = {}
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._wake = threading.Event()
@@ -168,7 +171,7 @@ class Flusher:
                 buffer.logged = {}
             else:
                 buffer.reopen = reopen
-            buffer.note_waiting()
+            self._note_waiting(buffer)
             self._buffers[trial_id] = buffer
 
     def reopen(self, trial_id: str) -> None:
@@ -176,13 +179,13 @@ class Flusher:
             buffer = self._buffers[trial_id]
             buffer.terminal = None
             buffer.reopen = buffer.run_id is not None
-            buffer.note_waiting()
+            self._note_waiting(buffer)
 
     def log_metrics(self, trial_id: str, points: Iterable[MetricPoint]) -> None:
         with self._lock:
             buffer = self._buffers[trial_id]
             buffer.metrics.extend(points)
-            buffer.note_waiting()
+            self._note_waiting(buffer)
             if self._pending_locked() >= self._wake_at:
                 self._wake.set()
 
@@ -190,14 +193,14 @@ class Flusher:
         with self._lock:
             buffer = self._buffers[trial_id]
             buffer.tags.update(tags)
-            buffer.note_waiting()
+            self._note_waiting(buffer)
 
     def end_run(self, trial_id: str, status: str) -> None:
         with self._lock:
             buffer = self._buffers[trial_id]
             buffer.terminal = status
             buffer.end_time = int(time.time() * 1000)
-            buffer.note_waiting()
+            self._note_waiting(buffer)
 
     def run_id(self, trial_id: str) -> str | None:
         with self._lock:
@@ -214,7 +217,11 @@ class Flusher:
             return self._pending_locked()
 
     def _pending_locked(self) -> int:
-        return sum(buffer.pending() for buffer in self._buffers.values())
+        return sum(buffer.pending() for buffer in self._waiting.values())
+
+    def _note_waiting(self, buffer: _RunBuffer) -> None:
+        buffer.note_waiting()
+        self._waiting[buffer.trial_id] = buffer
 
     def drain(self, timeout_s: float) -> bool:
         """Waits until everything was delivered; returns whether it was within ``timeout_s``."""
@@ -294,7 +301,7 @@ class Flusher:
             held_since = now - self._hold_s
             trial_ids = [
                 t
-                for t, b in self._buffers.items()
+                for t, b in self._waiting.items()
                 if b.pending()
                 and (
                     everything or b.terminal is not None or b.since is None or b.since <= held_since
@@ -323,6 +330,8 @@ class Flusher:
             self._failures = 0
         finally:
             with self._idle:
+                for trial_id in [t for t, b in self._waiting.items() if not b.pending()]:
+                    del self._waiting[trial_id]
                 self._busy = False
                 self._idle.notify_all()
 

@@ -171,6 +171,9 @@ def test_bulk_writes_equal_mlflow_client_writes(sql_store_uri: str) -> None:
     assert bulk_calls.get("create_run") == 1
     assert client_calls["create_run"] == 4
     assert bulk.delivered_points == 7 + 1 + 4 + 1  # t1 sent one point twice
+    # Delivered trials leave the flusher's waiting list (its work per event stays flat) and
+    # keep their run ids.
+    assert bulk._waiting == {} and set(bulk.run_ids()) == {"t1", "t2", "t3", "t4"}
 
 
 @pytest.mark.parametrize(
