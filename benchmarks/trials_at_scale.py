@@ -7,7 +7,10 @@ Each arm runs the same sweep in a fresh process, one after the other: one-worker
 reports x 10 ms, ASHA, random search, on a local Ray with 2 CPUs; `tracked` records into a new
 SQLite store as `sweeplab sweep` does (WAL mode, the writer chosen by the trial count: a process
 from 100 trials on, child runs written in bulk), `tracked-orm` the same through MLflow's client
-only (``SWEEPLAB_TRACKING_BULK=0``), `tracked-thread` with the writer thread
+only (``SWEEPLAB_TRACKING_BULK=0``), `tracked-pg` into a PostgreSQL database (bulk writes) and
+`tracked-pg-server` through an ``mlflow server`` whose backend store is that database (its REST
+API; both on 127.0.0.1, the cluster made by ``initdb`` with ``fsync=off`` as the tests make it,
+Debian's ``postgresql``; not run unless named), `tracked-thread` with the writer thread
 (``SWEEPLAB_TRACKING_WRITER=thread``), `tracked-fsync` with ``SWEEPLAB_SQLITE_WAL=0`` (MLflow's
 defaults, a disk sync per commit; not run unless named), `untracked` records nothing. For each
 arm: the sweep's wall time, the overhead per trial per slot ((wall - minimum) x slots / trials,
@@ -18,6 +21,7 @@ RSS. The ratios are against `untracked`, in one run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -25,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +37,15 @@ from benchmarks._machine import machine
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS, SLEEP_S, SLOTS = 3, 0.01, 2
-ARMS = ("tracked", "tracked-orm", "tracked-thread", "tracked-fsync", "untracked")
+ARMS = (
+    "tracked",
+    "tracked-orm",
+    "tracked-pg",
+    "tracked-pg-server",
+    "tracked-thread",
+    "tracked-fsync",
+    "untracked",
+)
 DEFAULT_ARMS = ("tracked", "tracked-orm", "untracked")
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "trials_at_scale.json"
 
@@ -58,7 +71,7 @@ sweep = sweeplab.Sweep(
 """
 
 
-def _arm(name: str, trials: int, folder: Path) -> dict[str, Any]:
+def _arm(name: str, trials: int, folder: Path, uri: str | None = None) -> dict[str, Any]:
     """One arm, in this process: the sweep's wall time and this driver's peak RSS."""
     from sweeplab.engine import SweepOptions, run_sweep
     from sweeplab.spec import load_spec
@@ -68,7 +81,7 @@ def _arm(name: str, trials: int, folder: Path) -> dict[str, Any]:
     options = SweepOptions(
         spec_path=spec,
         storage=folder / "runs",
-        tracking_uri=f"sqlite:///{folder / 'mlflow.db'}",
+        tracking_uri=uri or f"sqlite:///{folder / 'mlflow.db'}",
         live=False,
         track=name != "untracked",
     )
@@ -84,6 +97,38 @@ def _arm(name: str, trials: int, folder: Path) -> dict[str, Any]:
     }
 
 
+@contextlib.contextmanager
+def _store(name: str, folder: Path) -> Iterator[str | None]:
+    """The tracking URI of an arm on PostgreSQL, its cluster (and server) running while the arm
+    runs; None (the arm's SQLite file) for the others. The cluster and server are the tests'
+    own (tests/tracking/postgres.py and mlflow_server.py)."""
+    if not name.startswith("tracked-pg"):
+        yield None
+        return
+    sys.path.insert(0, str(ROOT / "tests" / "tracking"))
+    from mlflow_server import MlflowServer
+    from postgres import PostgresCluster, postgres_bin_dir, sqlalchemy_uri
+
+    bin_dir = postgres_bin_dir()
+    if bin_dir is None:
+        raise SystemExit(f"{name}: PostgreSQL is not installed (make postgres)")
+    cluster = PostgresCluster(bin_dir)
+    cluster.start()
+    try:
+        database = sqlalchemy_uri(cluster.create_database("trials_at_scale"))
+        if name == "tracked-pg":
+            yield database
+            return
+        server = MlflowServer(folder / "server", backend_store_uri=database)
+        server.start()
+        try:
+            yield server.uri
+        finally:
+            server.stop()
+    finally:
+        cluster.stop()
+
+
 def run_arm(name: str, trials: int) -> dict[str, Any]:
     """`_arm` in a fresh interpreter; its JSON result."""
     env = dict(os.environ)
@@ -95,10 +140,13 @@ def run_arm(name: str, trials: int) -> dict[str, Any]:
         env["SWEEPLAB_SQLITE_WAL"] = "0"
     if name == "tracked-thread":
         env["SWEEPLAB_TRACKING_WRITER"] = "thread"
-    with tempfile.TemporaryDirectory(prefix="trials-at-scale-") as folder:
+    with (
+        tempfile.TemporaryDirectory(prefix="trials-at-scale-") as folder,
+        _store(name, Path(folder)) as uri,
+    ):
         done = subprocess.run(
             [sys.executable, "-m", "benchmarks.trials_at_scale", "--arm", name,
-             "--trials", str(trials), "--folder", folder],
+             "--trials", str(trials), "--folder", folder, *(["--uri", uri] if uri else [])],
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=7200,
         )  # fmt: skip
     if done.returncode != 0:
@@ -119,9 +167,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--arm", help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--uri", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.arm:
-        print(json.dumps(_arm(args.arm, args.trials, args.folder)))
+        print(json.dumps(_arm(args.arm, args.trials, args.folder, args.uri)))
         return
 
     from rich.console import Console
