@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeplab.keys import TRIAL_ID_TAG
-from sweeplab.tracking._bulk import BulkRun, SqlBulk, new_run_id
+from sweeplab.tracking._bulk import RUN_NAME_TAG, BulkRun, SqlBulk, new_run_id
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +38,6 @@ BULK_RUNS = 200
 MAX_PARAM_LENGTH = 6000
 MAX_TAG_LENGTH = 8000
 PARENT_TAG = "mlflow.parentRunId"
-RUN_NAME_TAG = "mlflow.runName"
 
 # (key, value, timestamp in ms, step)
 MetricPoint = tuple[str, float, int, int]
