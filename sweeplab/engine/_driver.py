@@ -109,7 +109,7 @@ def _aggregate(worker_metrics: list[dict[str, Any]], metrics_from: str) -> dict[
 
 
 def _make_report_callback(queue: Any, metrics_from: str) -> Any:
-    from ray.train.v2.api.callback import UserCallback
+    from ray.train import UserCallback
 
     class _QueueReportCallback(UserCallback):
         """Runs in the Train controller: hands each report to the trial driver at once."""

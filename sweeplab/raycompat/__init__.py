@@ -10,7 +10,8 @@ it is for and why no public API serves. Each part keeps its rows beside its func
   cache, trial checkpoints, an ended trial's statistics and the duplicate-result key;
 - ``_cluster``: placement groups with their creators, free resources per node, the head node;
 - ``_searchers``: the Optuna study and HyperOpt trials behind Tune's searchers;
-- ``_mlflow``: the tracking store behind an `MlflowClient`, for bulk history reads.
+- ``_mlflow``: the tracking store behind an `MlflowClient`, MLflow's name rule, artifact URIs
+  and REST requests, for bulk reads and writes.
 
 ``tests/raycompat/test_raycompat.py`` imports each row's symbol and checks the parameters
 sweeplab passes, so a Ray upgrade that moves one fails that fast test, not a sweep.
@@ -32,7 +33,12 @@ from sweeplab.raycompat._cluster import (
     placement_groups_with_creators,
 )
 from sweeplab.raycompat._loader import prepared_data_loader, time_prepared_loader_fetches
-from sweeplab.raycompat._mlflow import tracking_store
+from sweeplab.raycompat._mlflow import (
+    mlflow_accepts_name,
+    rest_get,
+    run_artifact_uri,
+    tracking_store,
+)
 from sweeplab.raycompat._searchers import hyperopt_trials, optuna_study
 from sweeplab.raycompat._train import (
     abort_train_controller,
@@ -83,6 +89,7 @@ __all__ = [
     "keep_idle_trial_actors",
     "lean_torch_trainer",
     "median_rule_stops_hard",
+    "mlflow_accepts_name",
     "optuna_study",
     "pbt_exploit_iteration",
     "pbt_next_round",
@@ -90,8 +97,10 @@ __all__ = [
     "placement_groups_with_creators",
     "prepared_data_loader",
     "replace_trial_restore_checkpoint",
+    "rest_get",
     "rewire_restored_tuner",
     "route_train_calls_in_process",
+    "run_artifact_uri",
     "start_worker_from_checkpoint",
     "time_prepared_loader_fetches",
     "tracking_store",

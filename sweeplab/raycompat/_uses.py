@@ -1,4 +1,4 @@
-"""The record of one Ray symbol outside Ray's public API that sweeplab relies on."""
+"""The record of one Ray (or MLflow) symbol outside its public API that sweeplab relies on."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import dataclasses
 
 @dataclasses.dataclass(frozen=True)
 class PrivateUse:
-    """One Ray symbol outside Ray's public API that sweeplab relies on.
+    """One Ray (or MLflow) symbol outside its public API that sweeplab relies on.
 
     Attributes:
         module: The module it is imported from.

@@ -189,7 +189,7 @@ class AlgorithmSource:
     """
 
     def __init__(self, algorithm: Any, search: TuneSearch, *, metric: str, mode: str) -> None:
-        from ray.tune.experiment import Experiment
+        from ray.tune import Experiment
 
         self.algorithm = algorithm
         self._folder = tempfile.TemporaryDirectory(prefix="sweeplab-simulate-")

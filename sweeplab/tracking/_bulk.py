@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sweeplab.raycompat import tracking_store
+from sweeplab.raycompat import mlflow_accepts_name, run_artifact_uri, tracking_store
 from sweeplab.tracking._history import SQL_SCHEMES, store_scheme
 
 __all__ = ["BulkRun", "SqlBulk", "sql_bulk"]
@@ -104,14 +104,7 @@ def new_run_id() -> str:
 
 def valid_name(name: str) -> bool:
     """Whether MLflow's validation accepts `name` as a metric, param or tag key."""
-    from mlflow.utils.validation import path_not_unique, validate_param_and_metric_name
-
-    return (
-        bool(name)
-        and len(name) <= MAX_KEY_LENGTH
-        and bool(validate_param_and_metric_name(name))
-        and not path_not_unique(name)
-    )
+    return bool(name) and len(name) <= MAX_KEY_LENGTH and mlflow_accepts_name(name)
 
 
 def _stored(value: float) -> tuple[float, bool]:
@@ -146,7 +139,6 @@ class SqlBulk:
 
     def write(self, runs: Sequence[BulkRun]) -> None:
         """Writes `runs` in one transaction: all of them or, on an error, none."""
-        from mlflow.utils.uri import append_to_uri_path
         from sqlalchemy import text
 
         created = [run for run in runs if run.create]
@@ -162,9 +154,7 @@ class SqlBulk:
                     "status": run.terminal or "RUNNING",
                     "start_time": run.start_time,
                     "end_time": run.end_time if run.terminal else None,
-                    "artifact_uri": append_to_uri_path(
-                        self._artifact_location, run.run_id, "artifacts"
-                    ),
+                    "artifact_uri": run_artifact_uri(self._artifact_location, run.run_id),
                     "experiment_id": self._experiment_id,
                 }
             )

@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 from urllib.parse import urlparse
 
-from sweeplab.raycompat import tracking_store
+from sweeplab.raycompat import rest_get, tracking_store
 
 __all__ = ["metric_histories"]
 
@@ -111,25 +111,16 @@ def _read_sql(store: Any, wanted: Wanted) -> Read:
 
 def _read_http(client: Any, uri: str, wanted: Wanted) -> Read:
     from mlflow.entities import Metric
-    from mlflow.utils.credentials import get_default_host_creds
-    from mlflow.utils.rest_utils import http_request, verify_rest_response
 
-    # The credentials and headers MLflow's own REST store sends (token, user and password).
-    host_creds = get_default_host_creds(uri)
     read: Read = defaultdict(list)
     for key, run_ids in wanted.items():
         for chunk in _chunks(run_ids, HTTP_RUNS_PER_REQUEST):
-            response = http_request(
-                host_creds,
-                BULK_ENDPOINT,
-                "GET",
-                params={
-                    "run_id": list(chunk),
-                    "metric_key": key,
-                    "max_results": HTTP_POINTS_PER_RESPONSE,
-                },
-            )
-            points = verify_rest_response(response, BULK_ENDPOINT).json().get("metrics", [])
+            params = {
+                "run_id": list(chunk),
+                "metric_key": key,
+                "max_results": HTTP_POINTS_PER_RESPONSE,
+            }
+            points = rest_get(uri, BULK_ENDPOINT, params).get("metrics", [])
             if len(points) >= HTTP_POINTS_PER_RESPONSE:  # cut short: read these runs one by one
                 read.update(_read_per_run(client, {key: list(chunk)}))
                 continue

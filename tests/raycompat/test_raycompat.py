@@ -137,15 +137,32 @@ def test_a_moved_private_is_reported(use: PrivateUse, expected: str) -> None:
     assert expected in problem
 
 
-def _private_imports_without_a_row(source: str, uses: tuple[PrivateUse, ...]) -> set[Any]:
-    imported = set(re.findall(r"from (ray\S*) import (\w+)", source))
-    rows = {(use.module, use.attribute.split(".")[0]) for use in uses}
-    private = {
+# MLflow documents `mlflow`, `mlflow.client`, `mlflow.entities` and the REST API, not these.
+MLFLOW_INTERNALS = ("mlflow.utils", "mlflow.store", "mlflow.server", "mlflow.tracking._")
+
+
+def _private_imports(source: str, *, with_rows: bool = False) -> set[tuple[str, str]]:
+    """(module, name) of each `from ... import name` of a Ray or MLflow private in `source`.
+
+    With `with_rows`, also each import of a public class whose private members have a row.
+    """
+    imported = set(re.findall(r"from ((?:ray|mlflow)\S*) import (\w+)", source))
+    rows = (
+        {(use.module, use.attribute.split(".")[0]) for use in PRIVATE_USES} if with_rows else set()
+    )
+    return {
         (module, name)
         for module, name in imported
-        if "._" in module or name.startswith("_") or (module, name) in rows
+        if "._" in module
+        or name.startswith("_")
+        or module.startswith(MLFLOW_INTERNALS)
+        or (module, name) in rows
     }
-    return private - rows
+
+
+def _private_imports_without_a_row(source: str, uses: tuple[PrivateUse, ...]) -> set[Any]:
+    rows = {(use.module, use.attribute.split(".")[0]) for use in uses}
+    return _private_imports(source, with_rows=True) - rows
 
 
 def test_every_private_import_of_the_module_has_a_row() -> None:
@@ -168,6 +185,23 @@ def test_the_package_rows_are_its_parts_rows() -> None:
 @pytest.mark.parametrize("name", raycompat.__all__)
 def test_every_exported_name_is_there(name: str) -> None:
     assert getattr(raycompat, name) is not None
+
+
+def test_no_module_outside_the_package_imports_a_private() -> None:
+    """STYLE.md rule 9: one module owns every use of another library's private API."""
+    package = Path(raycompat.__file__).parent
+    outside = {
+        f"{file.relative_to(package.parent)}: {module}.{name}"
+        for file in sorted(package.parent.rglob("*.py"))
+        if package not in file.parents
+        for module, name in _private_imports(file.read_text())
+    }
+    assert outside == set()
+
+
+def test_a_private_import_is_found() -> None:
+    source = "from mlflow.utils.uri import append_to_uri_path\nfrom ray.tune import Tuner\n"
+    assert _private_imports(source) == {("mlflow.utils.uri", "append_to_uri_path")}
 
 
 def test_the_package_imports_nothing_else_of_sweeplab() -> None:
