@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -35,6 +36,7 @@ logger = logging.getLogger(__name__)
 MAX_METRICS_PER_BATCH = 1000  # mlflow.utils.validation.MAX_METRICS_PER_BATCH
 MAX_PARAMS_TAGS_PER_BATCH = 100  # mlflow.utils.validation.MAX_PARAMS_TAGS_PER_BATCH
 BULK_RUNS = 200
+QUIET_URLS = "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"  # mlflow.environment_variables
 MAX_PARAM_LENGTH = 6000
 MAX_TAG_LENGTH = 8000
 PARENT_TAG = "mlflow.parentRunId"
@@ -139,12 +141,18 @@ class Flusher:
         self._failures = 0
         self._next_attempt = 0.0
         self._thread: threading.Thread | None = None
+        self._url_printing: str | None = None
         self.dropped: list[dict[str, Any]] = []
         self.delivered_points = 0
 
     # -- producer side (any thread; never blocks on I/O) ------------------------------------
 
     def start(self) -> None:
+        # With a tracking server, `set_terminated` reads each child run back to print two
+        # "View run" lines: a request and two lines of output per trial. MLflow's switch turns
+        # that off while the flusher runs; the parent run's link is still printed at the end.
+        self._url_printing = os.environ.get(QUIET_URLS)
+        os.environ[QUIET_URLS] = "true"
         self._thread = threading.Thread(target=self._run, name="sweeplab-mlflow", daemon=True)
         self._thread.start()
 
@@ -251,6 +259,10 @@ class Flusher:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
+        if self._url_printing is None:
+            os.environ.pop(QUIET_URLS, None)
+        else:
+            os.environ[QUIET_URLS] = self._url_printing
 
     def write_undelivered(self, path: Path) -> int:
         """Appends what could not be delivered to ``path`` (JSON lines); returns the count."""

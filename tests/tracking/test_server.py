@@ -6,6 +6,7 @@ Each test runs twice: on the server's default SQLite store and on a real Postgre
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -73,11 +74,18 @@ def _assert_in_postgres(uri: str, tracker: SweepTracker, n_runs: int) -> None:
 
 
 def test_sweep_over_http(
-    ray_local: None, mlflow_server: MlflowServer, backend_store_uri: str | None, tmp_path: Path
+    ray_local: None,
+    mlflow_server: MlflowServer,
+    backend_store_uri: str | None,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
     from mlflow import MlflowClient
 
     tracker, grid, summary = _run_sweep(mlflow_server.uri, tmp_path, "http", [0, 1, 2], 0.01)
+    # MLflow prints a "View run" link per ended run; a sweep prints only its parent run's.
+    assert capfd.readouterr().out.count("View run") == 1
+    assert "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT" not in os.environ
     _assert_complete(mlflow_server.uri, tracker, grid)
     client = MlflowClient(mlflow_server.uri)
     assert tracker.parent_run_id is not None
