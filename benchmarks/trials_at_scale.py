@@ -7,15 +7,17 @@ Each arm runs the same sweep in a fresh process, one after the other: one-worker
 reports x 10 ms, ASHA, random search, on a local Ray with 2 CPUs; `tracked` records into a new
 SQLite store as `sweeplab sweep` does (WAL mode, the writer chosen by the trial count: a process
 from 100 trials on, child runs written in bulk), `tracked-orm` the same through MLflow's client
-only (``SWEEPLAB_TRACKING_BULK=0``), `tracked-pg` into a PostgreSQL database (bulk writes) and
+only (``SWEEPLAB_TRACKING_BULK=0``), `tracked-pg` into a PostgreSQL database (bulk writes),
 `tracked-pg-server` through an ``mlflow server`` whose backend store is that database (its REST
-API; both on 127.0.0.1, the cluster made by ``initdb`` with ``fsync=off`` as the tests make it,
-Debian's ``postgresql``; not run unless named), `tracked-thread` with the writer thread
+API) and `tracked-pg-server-db` through that server with its database named in
+``SWEEPLAB_TRACKING_DATABASE`` (child runs written there in bulk). All on 127.0.0.1, the cluster
+made by ``initdb`` with ``fsync=off`` as the tests make it, Debian's ``postgresql``; not run
+unless named. `tracked-thread` with the writer thread
 (``SWEEPLAB_TRACKING_WRITER=thread``), `tracked-fsync` with ``SWEEPLAB_SQLITE_WAL=0`` (MLflow's
 defaults, a disk sync per commit; not run unless named), `untracked` records nothing. For each
 arm: the sweep's wall time, the overhead per trial per slot ((wall - minimum) x slots / trials,
 where minimum is the trials' own sleep spread over the slots), and the driver process's peak
-RSS. The ratios are against `untracked`, in one run.
+RSS. The ratios are against `untracked` and `tracked` (SQLite), in one run.
 """
 
 from __future__ import annotations
@@ -36,12 +38,14 @@ from typing import Any
 from benchmarks._machine import machine
 
 ROOT = Path(__file__).resolve().parents[1]
+DATABASE_ENV = "SWEEPLAB_TRACKING_DATABASE"
 REPORTS, SLEEP_S, SLOTS = 3, 0.01, 2
 ARMS = (
     "tracked",
     "tracked-orm",
     "tracked-pg",
     "tracked-pg-server",
+    "tracked-pg-server-db",
     "tracked-thread",
     "tracked-fsync",
     "untracked",
@@ -98,12 +102,12 @@ def _arm(name: str, trials: int, folder: Path, uri: str | None = None) -> dict[s
 
 
 @contextlib.contextmanager
-def _store(name: str, folder: Path) -> Iterator[str | None]:
-    """The tracking URI of an arm on PostgreSQL, its cluster (and server) running while the arm
-    runs; None (the arm's SQLite file) for the others. The cluster and server are the tests'
-    own (tests/tracking/postgres.py and mlflow_server.py)."""
+def _store(name: str, folder: Path) -> Iterator[tuple[str | None, str | None]]:
+    """The tracking URI of an arm on PostgreSQL and its database, the cluster (and server)
+    running while the arm runs; (None, None) (the arm's SQLite file) for the others. The cluster
+    and server are the tests' own (tests/tracking/postgres.py and mlflow_server.py)."""
     if not name.startswith("tracked-pg"):
-        yield None
+        yield None, None
         return
     sys.path.insert(0, str(ROOT / "tests" / "tracking"))
     from mlflow_server import MlflowServer
@@ -117,12 +121,12 @@ def _store(name: str, folder: Path) -> Iterator[str | None]:
     try:
         database = sqlalchemy_uri(cluster.create_database("trials_at_scale"))
         if name == "tracked-pg":
-            yield database
+            yield database, database
             return
         server = MlflowServer(folder / "server", backend_store_uri=database)
         server.start()
         try:
-            yield server.uri
+            yield server.uri, database
         finally:
             server.stop()
     finally:
@@ -134,6 +138,7 @@ def run_arm(name: str, trials: int) -> dict[str, Any]:
     env = dict(os.environ)
     env.pop("SWEEPLAB_TRACKING_WRITER", None)
     env.pop("SWEEPLAB_TRACKING_BULK", None)
+    env.pop(DATABASE_ENV, None)
     if name == "tracked-orm":
         env["SWEEPLAB_TRACKING_BULK"] = "0"
     if name == "tracked-fsync":
@@ -142,8 +147,10 @@ def run_arm(name: str, trials: int) -> dict[str, Any]:
         env["SWEEPLAB_TRACKING_WRITER"] = "thread"
     with (
         tempfile.TemporaryDirectory(prefix="trials-at-scale-") as folder,
-        _store(name, Path(folder)) as uri,
+        _store(name, Path(folder)) as (uri, database),
     ):
+        if name == "tracked-pg-server-db" and database:
+            env[DATABASE_ENV] = database
         done = subprocess.run(
             [sys.executable, "-m", "benchmarks.trials_at_scale", "--arm", name,
              "--trials", str(trials), "--folder", folder, *(["--uri", uri] if uri else [])],
@@ -186,7 +193,7 @@ def main(argv: list[str] | None = None) -> None:
         console.print(f"{name}: {args.trials} trials ...")
         arms[name] = run_arm(name, args.trials)
         console.print(f"  {arms[name]}")
-    base = arms.get("untracked")
+    base, sqlite = arms.get("untracked"), arms.get("tracked")
     table = Table(
         title=f"{args.trials} trials of {REPORTS} x {SLEEP_S * 1000:.0f} ms, ASHA, 2 CPUs"
     )
@@ -196,13 +203,15 @@ def main(argv: list[str] | None = None) -> None:
         "overhead ms/trial/slot",
         "driver peak RSS MB",
         "wall / untracked",
+        "wall / tracked",
     ):
         table.add_column(column, justify="right")
     for name, arm in arms.items():
         ratio = f"{arm['wall_s'] / base['wall_s']:.2f}" if base else "-"
+        to_sqlite = f"{arm['wall_s'] / sqlite['wall_s']:.2f}" if sqlite else "-"
         table.add_row(
             name, str(arm["wall_s"]), str(arm["overhead_ms_per_trial_per_slot"]),
-            str(arm["driver_peak_rss_mb"]), ratio,
+            str(arm["driver_peak_rss_mb"]), ratio, to_sqlite,
         )  # fmt: skip
     console.print(table)
     result = {

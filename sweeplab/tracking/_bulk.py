@@ -27,9 +27,10 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlparse
 
 from sweeplab.raycompat import mlflow_accepts_name, run_artifact_uri, tracking_store
-from sweeplab.tracking._history import SQL_SCHEMES, store_scheme
+from sweeplab.tracking._history import HTTP_SCHEMES, SQL_SCHEMES, store_scheme
 
 __all__ = ["BulkRun", "SqlBulk", "sql_bulk"]
 
@@ -57,6 +58,8 @@ _INSERT_LATEST = (
     " VALUES (:key, :value, :timestamp, :step, :is_nan, :run_uuid)"
 )
 _DELETE_LATEST = "DELETE FROM latest_metrics WHERE run_uuid = :run_uuid AND key = :key"
+# The backend store of a tracking server, for a sweep that logs through the server.
+DATABASE_ENV = "SWEEPLAB_TRACKING_DATABASE"
 _SET_NAME = "UPDATE runs SET name = :name WHERE run_uuid = :run_uuid"
 _SET_STATUS = "UPDATE runs SET status = :status, end_time = :end_time WHERE run_uuid = :run_uuid"
 
@@ -81,12 +84,22 @@ class BulkRun:
     start_time: int | None = None
 
 
-def sql_bulk(tracking_uri: str, experiment_id: str) -> SqlBulk | None:
+def sql_bulk(
+    tracking_uri: str, experiment_id: str, parent_run_id: str | None = None
+) -> SqlBulk | None:
     """A :class:`SqlBulk` for the store at `tracking_uri`; None where it is no SQL store, the
-    bulk writes are turned off, or the store cannot be read now."""
+    bulk writes are turned off, or the store cannot be read now.
+
+    For a tracking server (``http://...``) it writes into the server's backend store where
+    ``SWEEPLAB_TRACKING_DATABASE`` names it, and only if that database holds the sweep's
+    parent run `parent_run_id`: a database that is not the server's is never written.
+    """
     if os.environ.get("SWEEPLAB_TRACKING_BULK", "1") == "0":
         return None
-    if store_scheme(tracking_uri) not in SQL_SCHEMES:
+    scheme = store_scheme(tracking_uri)
+    if scheme in HTTP_SCHEMES and os.environ.get(DATABASE_ENV):
+        return _server_database_bulk(tracking_uri, experiment_id, parent_run_id)
+    if scheme not in SQL_SCHEMES:
         return None
     try:
         store = tracking_store(tracking_uri)
@@ -95,6 +108,68 @@ def sql_bulk(tracking_uri: str, experiment_id: str) -> SqlBulk | None:
     except Exception:
         logger.debug("no bulk writes to %s", tracking_uri, exc_info=True)
         return None
+
+
+def _server_database_bulk(
+    server_uri: str, experiment_id: str, parent_run_id: str | None
+) -> SqlBulk | None:
+    """A :class:`SqlBulk` on the database ``SWEEPLAB_TRACKING_DATABASE`` names, checked to be
+    the backend store of the tracking server at `server_uri`; None, said in one warning, where
+    it is not."""
+    database = os.environ[DATABASE_ENV]
+    shown = redacted(database)
+    if store_scheme(database) not in SQL_SCHEMES:
+        logger.warning(
+            "%s=%s is not a database URI (%s): child runs go through %s.",
+            DATABASE_ENV, shown, ", ".join(sorted(f"{s}://" for s in SQL_SCHEMES)), server_uri,
+        )  # fmt: skip
+        return None
+    try:
+        # Read without MLflow first: its store would create its tables in an empty database.
+        parent_experiment = _run_experiment(database, parent_run_id)
+        if parent_experiment == experiment_id:
+            store = tracking_store(database)
+            experiment = store.get_experiment(experiment_id)
+    except Exception as error:
+        logger.warning(
+            "%s=%s cannot be read (%s): child runs go through %s.",
+            DATABASE_ENV, shown, str(error).splitlines()[0] if str(error) else error, server_uri,
+        )  # fmt: skip
+        return None
+    if parent_experiment != experiment_id:
+        logger.warning(
+            "%s=%s does not hold this sweep's parent run, so it is not the backend store of %s:"
+            " child runs go through the server.",
+            DATABASE_ENV, shown, server_uri,
+        )  # fmt: skip
+        return None
+    return SqlBulk(store.engine, experiment_id, experiment.artifact_location)
+
+
+def _run_experiment(database: str, run_id: str | None) -> str | None:
+    """The experiment id of run `run_id` in the MLflow database `database`, None if absent."""
+    from sqlalchemy import create_engine, text
+
+    if run_id is None:
+        return None
+    engine = create_engine(database)
+    try:
+        with engine.connect() as connection:
+            row = connection.execute(
+                text("SELECT experiment_id FROM runs WHERE run_uuid = :run_id"), {"run_id": run_id}
+            ).first()
+    finally:
+        engine.dispose()
+    return None if row is None else str(row[0])
+
+
+def redacted(uri: str) -> str:
+    """`uri` without the password in its user part."""
+    parsed = urlparse(uri)
+    if parsed.password is None:
+        return uri
+    netloc = parsed.netloc.replace(f":{parsed.password}@", ":***@", 1)
+    return parsed._replace(netloc=netloc).geturl()
 
 
 def new_run_id() -> str:

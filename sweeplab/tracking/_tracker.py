@@ -242,7 +242,9 @@ class SweepTracker:
                 client_factory=self._new_client,
                 experiment_id=self.experiment_id,
                 parent_run_id=self.parent_run_id,
-                bulk_factory=partial(sql_bulk, self._resolved_uri, self.experiment_id),
+                bulk_factory=partial(
+                    sql_bulk, self._resolved_uri, self.experiment_id, self.parent_run_id
+                ),
             )
         self._events = TrialEvents(
             metric=self.metric,

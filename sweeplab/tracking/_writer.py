@@ -248,7 +248,7 @@ def _serve(fd: int, tracking_uri: str, experiment_id: str, parent_run_id: str, h
         experiment_id=experiment_id,
         parent_run_id=parent_run_id,
         hold_s=float(hold),
-        bulk_factory=partial(sql_bulk, tracking_uri, experiment_id),
+        bulk_factory=partial(sql_bulk, tracking_uri, experiment_id, parent_run_id),
     )
     flusher.start()
 

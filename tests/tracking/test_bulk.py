@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mlflow_server import MlflowServer
 from mlflow_store import store_uri
+from postgres import PostgresCluster, sqlalchemy_uri
 
 from sweeplab.keys import STATUS_TAG, TRIAL_ID_TAG
 from sweeplab.tracking import _bulk
-from sweeplab.tracking._bulk import SqlBulk, sql_bulk
+from sweeplab.tracking._bulk import DATABASE_ENV, SqlBulk, redacted, sql_bulk
 from sweeplab.tracking._flusher import PARENT_TAG, RUN_NAME_TAG, Flusher
 
 T0 = 1_700_000_000_000
@@ -51,7 +53,7 @@ def _flusher(uri: str, experiment_id: str, *, bulk: bool) -> tuple[Flusher, _Cou
         parent_run_id=parent.info.run_id,
         interval_s=0.05,
         hold_s=0.0,
-        bulk_factory=(lambda: sql_bulk(uri, experiment_id)) if bulk else None,
+        bulk_factory=(lambda: sql_bulk(uri, experiment_id, parent.info.run_id)) if bulk else None,
     )
     return flusher, counting, parent.info.run_id
 
@@ -223,3 +225,66 @@ def test_no_bulk_writer_for_other_stores_or_when_turned_off(
 
     monkeypatch.setattr(_bulk, "tracking_store", broken)
     assert sql_bulk(uri, experiment_id) is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend_store_uri", ["postgresql"], indirect=True)
+def test_bulk_writes_into_a_servers_database(
+    mlflow_server: MlflowServer, backend_store_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Given the server's database, a sweep through the server writes its child runs there in
+    bulk, and they read back through the server as runs the server itself created."""
+    monkeypatch.setenv(DATABASE_ENV, backend_store_uri)
+    (bulk_read, bulk_calls, _), (client_read, client_calls, _) = _run_both(
+        mlflow_server.uri, [_first_phase, _second_phase]
+    )
+    assert bulk_read == client_read
+    assert bulk_read["t1"]["artifacts"].startswith("mlflow-artifacts:/")
+    assert bulk_calls.get("create_run") == 1 and client_calls["create_run"] == 4
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend_store_uri", ["postgresql"], indirect=True)
+def test_a_database_that_is_not_the_servers_is_not_written(
+    mlflow_server: MlflowServer,
+    postgres: PostgresCluster,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from mlflow import MlflowClient
+
+    client = MlflowClient(mlflow_server.uri)
+    experiment_id = client.create_experiment("bulk")
+    parent = client.create_run(experiment_id).info.run_id
+    other = sqlalchemy_uri(postgres.create_database("not_the_servers"))
+    MlflowClient(other).create_experiment("bulk")  # the same experiment id, another database
+    empty = sqlalchemy_uri(postgres.create_database("empty"))
+    cases = {
+        other: "does not hold this sweep's parent run",
+        empty: "cannot be read",
+        "postgresql+psycopg://user:secret@127.0.0.1:1/none": "cannot be read",
+        "http://127.0.0.1:1": "is not a database URI",
+    }
+    for database, expected in cases.items():
+        monkeypatch.setenv(DATABASE_ENV, database)
+        caplog.clear()
+        assert sql_bulk(mlflow_server.uri, experiment_id, parent) is None
+        (line,) = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert expected in line and "secret" not in line, line
+        assert mlflow_server.uri in line
+    assert _tables(empty) == []  # the check wrote nothing, not even MLflow's tables
+
+
+def _tables(database: str) -> list[str]:
+    import psycopg
+
+    with psycopg.connect(database.replace("+psycopg", "", 1)) as connection:
+        rows = connection.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+        ).fetchall()
+    return [row[0] for row in rows]
+
+
+def test_a_password_is_not_shown() -> None:
+    assert redacted("postgresql://me:pw@db:5432/mlflow") == "postgresql://me:***@db:5432/mlflow"
+    assert redacted("sqlite:///mlflow.db") == "sqlite:///mlflow.db"
