@@ -133,6 +133,34 @@ def _store(name: str, folder: Path) -> Iterator[tuple[str | None, str | None]]:
         cluster.stop()
 
 
+def _stored(database: str, folder: Path) -> dict[str, int]:
+    """What the arm's store holds: its runs (the parent and one per trial), those not ended
+    FINISHED, and the points of `loss`, beside the results the trials reported to Tune (the
+    lines of their ``result.json`` files in the run folder)."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(database)
+    try:
+        with engine.connect() as connection:
+
+            def count(sql: str) -> int:
+                return int(connection.execute(text(sql)).scalar_one())
+
+            return {
+                "stored_runs": count("SELECT count(*) FROM runs"),
+                "stored_runs_not_finished": count(
+                    "SELECT count(*) FROM runs WHERE status != 'FINISHED'"
+                ),
+                "stored_loss_points": count("SELECT count(*) FROM metrics WHERE key = 'loss'"),
+                "reported_results": sum(
+                    len(path.read_text().splitlines())
+                    for path in (folder / "runs").rglob("result.json")
+                ),
+            }
+    finally:
+        engine.dispose()
+
+
 def run_arm(name: str, trials: int) -> dict[str, Any]:
     """`_arm` in a fresh interpreter; its JSON result."""
     env = dict(os.environ)
@@ -156,9 +184,13 @@ def run_arm(name: str, trials: int) -> dict[str, Any]:
              "--trials", str(trials), "--folder", folder, *(["--uri", uri] if uri else [])],
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=7200,
         )  # fmt: skip
-    if done.returncode != 0:
-        raise SystemExit(f"arm {name} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+        if done.returncode != 0:
+            raise SystemExit(f"arm {name} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+        result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+        if name != "untracked":
+            result.update(
+                _stored(database or f"sqlite:///{Path(folder) / 'mlflow.db'}", Path(folder))
+            )
     minimum = trials * REPORTS * SLEEP_S / SLOTS
     result["minimum_s"] = round(minimum, 1)
     result["overhead_ms_per_trial_per_slot"] = round(
