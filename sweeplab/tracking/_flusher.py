@@ -394,14 +394,9 @@ class Flusher:
             if metrics and buffer.logged is None:  # arrived after the check above
                 buffer.metrics, metrics = metrics, []
             logged = buffer.logged if buffer.logged is not None else {}
-        fresh: list[MetricPoint] = []
-        for point in metrics:
-            # (step, value): a resumed sweep re-sends points MLflow has; a PBT recipient
-            # reports new values at steps its pre-exploit self already used.
-            steps = logged.setdefault(point[0], set())
-            if (point[3], point[1]) not in steps:
-                steps.add((point[3], point[1]))
-                fresh.append(point)
+        fresh = _unlogged(metrics, logged)
+        for key, value, _, step in fresh:
+            logged.setdefault(key, set()).add((step, value))
         param_items = [Param(k, v[:MAX_PARAM_LENGTH]) for k, v in params.items()]
         tag_items = [RunTag(k, v[:MAX_TAG_LENGTH]) for k, v in tags.items()]
         sent_metrics = 0
@@ -555,21 +550,33 @@ class _Taken:
     tags: dict[str, str]
 
 
+def _unlogged(
+    points: list[MetricPoint], logged: dict[str, set[tuple[int, float]]]
+) -> list[MetricPoint]:
+    """The points MLflow does not have yet by (key, step, value), each once; `logged` is left
+    as it is (a bulk write records them only once its transaction commits).
+
+    By (step, value), not step: a resumed sweep re-sends points MLflow has, and a PBT
+    recipient reports new values at steps its pre-exploit self already used.
+    """
+    seen: set[tuple[str, int, float]] = set()
+    fresh = []
+    for point in points:
+        key, value, _, step = point
+        if (step, value) in logged.get(key, ()) or (key, step, value) in seen:
+            continue
+        seen.add((key, step, value))
+        fresh.append(point)
+    return fresh
+
+
 def _bulk_run(buffer: _RunBuffer) -> BulkRun | None:
     """What a bulk write would send for `buffer` (without taking it), or None where it must go
     through MLflow's client: a run to reopen, a creation that failed, a reused run whose logged
     steps are not read yet, params for an existing run."""
     if buffer.reopen or buffer.create_failed or buffer.logged is None:
         return None
-    logged = buffer.logged
-    seen: set[tuple[str, int, float]] = set()
-    metrics = []
-    for point in buffer.metrics:
-        key, value, _, step = point
-        if (step, value) in logged.get(key, ()) or (key, step, value) in seen:
-            continue
-        seen.add((key, step, value))
-        metrics.append(point)
+    metrics = _unlogged(buffer.metrics, buffer.logged)
     tags = {k: v[:MAX_TAG_LENGTH] for k, v in buffer.tags.items()}
     if buffer.run_id is not None:
         if buffer.params:
