@@ -14,7 +14,9 @@ artifact location, its name also in the tag ``mlflow.runName``, NaN stored as 0 
 It takes only what it can write as MLflow would: names that MLflow's validation accepts, and
 runs it created or active runs. Everything else, and any batch that fails, goes through
 MLflow's client as before (the tests compare both on real stores, so a change of MLflow's
-schema shows there). ``SWEEPLAB_TRACKING_BULK=0`` turns it off.
+schema shows there). ``SWEEPLAB_TRACKING_BULK=0`` turns it off. A sweep that logs through a
+tracking server writes its child runs this way into the server's database where
+``SWEEPLAB_TRACKING_DATABASE`` names it (:func:`sql_bulk`).
 """
 
 from __future__ import annotations
@@ -32,13 +34,15 @@ from urllib.parse import urlparse
 from sweeplab.raycompat import mlflow_accepts_name, run_artifact_uri, tracking_store
 from sweeplab.tracking._history import HTTP_SCHEMES, SQL_SCHEMES, store_scheme
 
-__all__ = ["BulkRun", "SqlBulk", "sql_bulk"]
+__all__ = ["DATABASE_ENV", "BulkRun", "SqlBulk", "redacted", "sql_bulk"]
 
 logger = logging.getLogger(__name__)
 
 RUN_NAME_TAG = "mlflow.runName"
 USER_TAG = "mlflow.user"
 MAX_KEY_LENGTH = 250  # mlflow.utils.validation.MAX_ENTITY_KEY_LENGTH
+# The backend store of a tracking server, for a sweep that logs through the server.
+DATABASE_ENV = "SWEEPLAB_TRACKING_DATABASE"
 # A run's row as MLflow's create_run writes it (source type UNKNOWN, empty source fields).
 _INSERT_RUN = (
     "INSERT INTO runs (run_uuid, name, source_type, source_name, entry_point_name, user_id,"
@@ -58,8 +62,6 @@ _INSERT_LATEST = (
     " VALUES (:key, :value, :timestamp, :step, :is_nan, :run_uuid)"
 )
 _DELETE_LATEST = "DELETE FROM latest_metrics WHERE run_uuid = :run_uuid AND key = :key"
-# The backend store of a tracking server, for a sweep that logs through the server.
-DATABASE_ENV = "SWEEPLAB_TRACKING_DATABASE"
 _SET_NAME = "UPDATE runs SET name = :name WHERE run_uuid = :run_uuid"
 _SET_STATUS = "UPDATE runs SET status = :status, end_time = :end_time WHERE run_uuid = :run_uuid"
 

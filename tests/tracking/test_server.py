@@ -16,6 +16,7 @@ from _helpers import N_ITER, children, make_trainable, tune_results
 from mlflow_server import MlflowServer
 
 from sweeplab.tracking import SweepTracker, best_trial
+from sweeplab.tracking._flusher import QUIET_URLS
 from sweeplab.tracking._quick import quick_best
 from sweeplab.tracking._read import _best_from_parent, latest_sweep_run
 
@@ -79,13 +80,15 @@ def test_sweep_over_http(
     backend_store_uri: str | None,
     tmp_path: Path,
     capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from mlflow import MlflowClient
 
+    monkeypatch.delenv(QUIET_URLS, raising=False)  # as a user's process has it
     tracker, grid, summary = _run_sweep(mlflow_server.uri, tmp_path, "http", [0, 1, 2], 0.01)
     # MLflow prints a "View run" link per ended run; a sweep prints only its parent run's.
     assert capfd.readouterr().out.count("View run") == 1
-    assert "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT" not in os.environ
+    assert QUIET_URLS not in os.environ
     _assert_complete(mlflow_server.uri, tracker, grid)
     client = MlflowClient(mlflow_server.uri)
     assert tracker.parent_run_id is not None
