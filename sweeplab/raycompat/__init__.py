@@ -65,6 +65,8 @@ from sweeplab.raycompat._tune import (
     trial_dataframes_not_read,
     trial_error_text,
     trial_restore_checkpoint,
+    tune_flattener,
+    tune_merge,
 )
 from sweeplab.raycompat._uses import PrivateUse
 
@@ -109,6 +111,8 @@ __all__ = [
     "trial_dataframes_not_read",
     "trial_error_text",
     "trial_restore_checkpoint",
+    "tune_flattener",
+    "tune_merge",
 ]
 
 PRIVATE_USES: tuple[PrivateUse, ...] = (

@@ -14,6 +14,21 @@ from sweeplab.raycompat._uses import PrivateUse
 
 PRIVATE_USES: tuple[PrivateUse, ...] = (
     PrivateUse(
+        "ray.tune.utils.util",
+        "flatten_dict",
+        ("dt",),
+        "the simulator flattens a trial's config and results into Tune's `a/b` keys, as Tune "
+        "does before a searcher or scheduler sees them; the function is marked deprecated and "
+        "has no public replacement",
+    ),
+    PrivateUse(
+        "ray.tune.utils.util",
+        "merge_dicts",
+        ("d1", "d2"),
+        "the simulator merges a searcher's suggestion into the param space as Tune's "
+        "`SearchGenerator` does; the function is marked deprecated",
+    ),
+    PrivateUse(
         "ray.tune.trainable",
         "wrap_function",
         ("train_func",),
@@ -404,3 +419,21 @@ def trial_dataframes_not_read() -> Iterator[None]:
         yield
     finally:
         ExperimentAnalysis._fetch_trial_dataframes = read
+
+
+def tune_flattener() -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Tune's function that gives a nested dict `a/b` keys, as Tune flattens a trial's config
+    and results (returned, not wrapped: the simulator calls it for every result)."""
+    from ray.tune.utils.util import flatten_dict
+
+    flatten: Callable[[dict[str, Any]], dict[str, Any]] = flatten_dict
+    return flatten
+
+
+def tune_merge(base: dict[str, Any], suggested: dict[str, Any]) -> dict[str, Any]:
+    """`suggested` merged into a copy of `base`, as Tune merges a searcher's suggestion into
+    the param space."""
+    from ray.tune.utils.util import merge_dicts
+
+    merged: dict[str, Any] = merge_dicts(base, suggested)
+    return merged

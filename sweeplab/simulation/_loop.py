@@ -27,6 +27,7 @@ from typing import Any
 from sweeplab._numbers import diverged, is_finite_number
 from sweeplab.errors import SpecError, SweeplabError
 from sweeplab.pareto import Objective
+from sweeplab.raycompat import tune_flattener
 from sweeplab.simulation._records import Report, SimulatedTrial, Simulation, find_metric
 from sweeplab.simulation._strategy import TrialSource
 
@@ -113,9 +114,7 @@ class SimulatedController:
         workers: int,
         budget_iterations: int | None,
     ) -> None:
-        from ray.tune.utils.util import flatten_dict
-
-        self._flatten = flatten_dict
+        self._flatten = tune_flattener()
         self.scheduler = scheduler
         self.source = source
         self.curve = curve

@@ -22,6 +22,7 @@ import tempfile
 from typing import Any, Protocol
 
 from sweeplab.errors import SpecError
+from sweeplab.raycompat import tune_merge
 from sweeplab.space import TuneSearch
 from sweeplab.strategies import (
     RuleBreak,
@@ -142,7 +143,6 @@ class SearcherSource:
 
     def next_trial(self) -> tuple[str, dict[str, Any]] | None:
         from ray.tune.search import Searcher
-        from ray.tune.utils.util import merge_dicts
 
         if self.is_finished():
             return None
@@ -158,7 +158,7 @@ class SearcherSource:
             return None
         self._pending_id = None
         self.made += 1
-        return trial_id, merge_dicts(self.param_space, copy.deepcopy(suggested))
+        return trial_id, tune_merge(self.param_space, copy.deepcopy(suggested))
 
     def is_finished(self) -> bool:
         return self.finished or self.made >= self.num_samples

@@ -167,11 +167,10 @@ def _run_experiment(database: str, run_id: str | None) -> str | None:
 
 def redacted(uri: str) -> str:
     """`uri` without the password in its user part."""
-    parsed = urlparse(uri)
-    if parsed.password is None:
+    password = urlparse(uri).password
+    if password is None:
         return uri
-    netloc = parsed.netloc.replace(f":{parsed.password}@", ":***@", 1)
-    return parsed._replace(netloc=netloc).geturl()
+    return uri.replace(f":{password}@", ":***@", 1)  # the first "@" ends the user part
 
 
 def new_run_id() -> str:

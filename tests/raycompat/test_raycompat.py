@@ -150,12 +150,15 @@ def _private_imports(source: str, *, with_rows: bool = False) -> set[tuple[str, 
     rows = (
         {(use.module, use.attribute.split(".")[0]) for use in PRIVATE_USES} if with_rows else set()
     )
+    # A row's symbol itself (not a member of a public class) is private wherever it is imported.
+    symbols = {(use.module, use.attribute) for use in PRIVATE_USES if "." not in use.attribute}
     return {
         (module, name)
         for module, name in imported
         if "._" in module
         or name.startswith("_")
         or module.startswith(MLFLOW_INTERNALS)
+        or (module, name) in symbols
         or (module, name) in rows
     }
 
@@ -200,8 +203,14 @@ def test_no_module_outside_the_package_imports_a_private() -> None:
 
 
 def test_a_private_import_is_found() -> None:
-    source = "from mlflow.utils.uri import append_to_uri_path\nfrom ray.tune import Tuner\n"
-    assert _private_imports(source) == {("mlflow.utils.uri", "append_to_uri_path")}
+    source = (
+        "from mlflow.utils.uri import append_to_uri_path\nfrom ray.tune import Tuner\n"
+        "from ray.tune.utils.util import flatten_dict\n"
+    )
+    assert _private_imports(source) == {
+        ("mlflow.utils.uri", "append_to_uri_path"),
+        ("ray.tune.utils.util", "flatten_dict"),
+    }
 
 
 def test_the_package_imports_nothing_else_of_sweeplab() -> None:
