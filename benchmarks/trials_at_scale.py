@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._machine import machine
+from sweeplab.tracking import DATABASE_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
-DATABASE_ENV = "SWEEPLAB_TRACKING_DATABASE"
 REPORTS, SLEEP_S, SLOTS = 3, 0.01, 2
 ARMS = (
     "tracked",

@@ -20,6 +20,7 @@ from sweeplab.tracking._ranking import (
 
 if TYPE_CHECKING:
     from sweeplab.tracking._bench import benchmark_logging
+    from sweeplab.tracking._bulk import DATABASE_ENV
     from sweeplab.tracking._executions import SweepExecution, sweep_executions
     from sweeplab.tracking._read import (
         RankedConfig,
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from sweeplab.tracking._untracked import rank_tune_results
 
 __all__ = [
+    "DATABASE_ENV",
     "WRITER_ENV",
     "RankedConfig",
     "SweepData",
@@ -79,6 +81,7 @@ _LAZY = {
     "SweepTracker": "sweeplab.tracking._tracker",
     "TrackingError": "sweeplab.tracking._tracker",
     "WRITER_ENV": "sweeplab.tracking._tracker",
+    "DATABASE_ENV": "sweeplab.tracking._bulk",
     "writer_for": "sweeplab.tracking._tracker",
     "rank_tune_results": "sweeplab.tracking._untracked",
     "benchmark_logging": "sweeplab.tracking._bench",
