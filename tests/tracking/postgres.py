@@ -88,3 +88,8 @@ class PostgresCluster:
 def sqlalchemy_uri(libpq_uri: str) -> str:
     """The URI MLflow's ``--backend-store-uri`` takes, naming the psycopg (3) driver."""
     return libpq_uri.replace("postgresql://", "postgresql+psycopg://", 1)
+
+
+def libpq_uri(sqlalchemy_uri: str) -> str:
+    """The URI psycopg connects to, from one that names the driver (the inverse of the above)."""
+    return sqlalchemy_uri.replace("postgresql+psycopg://", "postgresql://", 1)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from mlflow_server import MlflowServer
 from mlflow_store import store_uri
-from postgres import PostgresCluster, sqlalchemy_uri
+from postgres import PostgresCluster, libpq_uri, sqlalchemy_uri
 
 from sweeplab.keys import STATUS_TAG, TRIAL_ID_TAG
 from sweeplab.tracking import _bulk
@@ -278,7 +278,7 @@ def test_a_database_that_is_not_the_servers_is_not_written(
 def _tables(database: str) -> list[str]:
     import psycopg
 
-    with psycopg.connect(database.replace("+psycopg", "", 1)) as connection:
+    with psycopg.connect(libpq_uri(database)) as connection:
         rows = connection.execute(
             "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
         ).fetchall()

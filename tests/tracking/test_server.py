@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from _helpers import N_ITER, children, make_trainable, tune_results
 from mlflow_server import MlflowServer
+from postgres import libpq_uri
 
 from sweeplab.tracking import SweepTracker, best_trial
 from sweeplab.tracking._flusher import QUIET_URLS
@@ -66,7 +67,7 @@ def _assert_in_postgres(uri: str, tracker: SweepTracker, n_runs: int) -> None:
     """The runs really are rows of the PostgreSQL database, read without MLflow."""
     import psycopg
 
-    with psycopg.connect(uri.replace("+psycopg", "", 1)) as connection:
+    with psycopg.connect(libpq_uri(uri)) as connection:
         rows = connection.execute(
             "SELECT status, count(*) FROM runs WHERE experiment_id = %s GROUP BY status",
             (int(tracker.experiment_id or -1),),
