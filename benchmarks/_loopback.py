@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -70,7 +71,8 @@ def cluster_env() -> dict[str, str]:
     env = dict(os.environ)
     env["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] = "0"
     # `ray start --head` turns token auth on for a local cluster by itself; joining it (a
-    # worker node, a driver) needs the mode said explicitly. The token is ~/.ray/auth_token.
+    # worker node, a driver) needs the mode said explicitly. `loopback_cluster` gives each
+    # cluster its own token.
     env["RAY_AUTH_MODE"] = "token"
     # On a loaded 2-core machine a group's workers can take over a minute to start (torch
     # imports); Train's default 60 s then times the group out and retries, and the timed-out
@@ -156,6 +158,13 @@ def loopback_cluster(
     # Short root: Ray's unix socket paths must stay under 108 bytes.
     temp_root = Path(tempfile.mkdtemp(prefix="slmn-", dir="/tmp"))
     env = cluster_env()
+    # `ray start` does not create a token (a `ray.init()` does, in ~/.ray/auth_token), so on a new
+    # machine the head would refuse to start. The cluster gets its own token file, which its
+    # nodes, their workers and the drivers given `env` read.
+    token = temp_root / "auth_token"
+    token.write_text(secrets.token_hex(32))
+    token.chmod(0o600)
+    env["RAY_AUTH_TOKEN_PATH"] = str(token)
     (gcs_port, dash_port) = free_ports(2)
     address = f"127.0.0.1:{gcs_port}"
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from sweeplab.tracking._bench import benchmark_logging
     from sweeplab.tracking._bulk import DATABASE_ENV
     from sweeplab.tracking._executions import SweepExecution, sweep_executions
+    from sweeplab.tracking._new_store import TEMPLATE_ENV
     from sweeplab.tracking._read import (
         RankedConfig,
         SweepData,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DATABASE_ENV",
+    "TEMPLATE_ENV",
     "WRITER_ENV",
     "RankedConfig",
     "SweepData",
@@ -82,6 +84,7 @@ _LAZY = {
     "TrackingError": "sweeplab.tracking._tracker",
     "WRITER_ENV": "sweeplab.tracking._tracker",
     "DATABASE_ENV": "sweeplab.tracking._bulk",
+    "TEMPLATE_ENV": "sweeplab.tracking._new_store",
     "writer_for": "sweeplab.tracking._tracker",
     "rank_tune_results": "sweeplab.tracking._untracked",
     "benchmark_logging": "sweeplab.tracking._bench",

@@ -20,6 +20,7 @@ from sweeplab.keys import CONSTRAINTS_TAG, OBJECTIVES_TAG
 from sweeplab.pareto import Constraint, Objective, parse_pick
 from sweeplab.tracking._bulk import sql_bulk
 from sweeplab.tracking._flusher import Flusher
+from sweeplab.tracking._new_store import seed_sqlite_store
 from sweeplab.tracking._ranking import (
     SweepSummary,
     TrialRecord,
@@ -188,6 +189,7 @@ class SweepTracker:
     def start(self) -> None:
         """Creates the experiment and the parent run, or reopens them with ``resume=True``."""
         self._resolved_uri = resolve_tracking_uri(self.tracking_uri)
+        seed_sqlite_store(self._resolved_uri)
         write_ahead_log(self._resolved_uri)
         parent = ParentRun(
             self._new_client(),

@@ -25,8 +25,8 @@ class Cluster:
 def two_node_cluster() -> Iterator[Cluster]:
     """Head (resource `node_a`) and worker (`node_b`), 2 CPUs each, on 127.0.0.1.
 
-    Token authentication stays as Ray configures it (on for local clusters, the token in
-    ~/.ray/auth_token); the sweep subprocess authenticates with the same token file.
+    Token authentication stays on, as Ray configures it for local clusters, with a token file of
+    the cluster's own; the sweep subprocess authenticates with the same file.
     """
     with loopback_cluster(2, 2, node_resources=("node_a", "node_b")) as cluster:
         head, worker = cluster.nodes
