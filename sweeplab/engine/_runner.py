@@ -149,6 +149,12 @@ def run_sweep(
     pickle_spec_by_value(sweep)
     spec_dir = options.spec_path.resolve().parent if options.spec_path else None
     log_path = run_dir / "ray.log"
+    if options.track:
+        from sweeplab.tracking import open_store_in_background
+
+        # MLflow's import and the store's opening run while Ray starts; the tracker starts
+        # once the slots are up (see `_run_on_ray`).
+        open_store_in_background(options.tracking_uri)
     with ray_session(address=options.address, spec_dir=spec_dir, log_path=log_path) as started_here:
         if plan is None or not started_here:
             plan = plan_resources(sweep, cluster_nodes())
@@ -170,16 +176,23 @@ def _run_on_ray(
         stall_timeout_s=options.stall_timeout_s,
         fail_on_stall=options.fail_on_stall,
     )
-    if sinks.tracker is not None and warm_start is not None:
-        sinks.tracker.log_warm_start(warm_start.source, warm_start.to_dict())
-    trial_settings = TrialSettings.of(resolved, slots=slot_names(resolved))
-    tuner = build_tuner(
-        resolved, trial_settings, sinks, resume=options.resume, warm_start=warm_start
-    )
-    write_json(resolved.run_dir / "sweep.json", resolved.sweep_json())
+    tracker = sinks.tracker
     status = "FAILED"
-    hosts = start_slots(resolved, trial_settings)
+    hosts: list[Any] = []
+    tracking = False
     try:
+        trial_settings = TrialSettings.of(resolved, slots=slot_names(resolved))
+        tuner = build_tuner(
+            resolved, trial_settings, sinks, resume=options.resume, warm_start=warm_start
+        )
+        write_json(resolved.run_dir / "sweep.json", resolved.sweep_json())
+        hosts = start_slots(resolved, trial_settings)
+        if tracker is not None:
+            # Started last: its store has been opening in the background since before Ray.
+            tracker.start()
+            tracking = True
+            if warm_start is not None:
+                tracker.log_warm_start(warm_start.source, warm_start.to_dict())
         with (
             live(sinks.table, options.live),
             tune_logs_without_tensorboard(),
@@ -197,7 +210,7 @@ def _run_on_ray(
             from sweeplab.engine.slots import close_slots
 
             close_slots(hosts)
-        summary = sinks.tracker.finish(status=status) if sinks.tracker is not None else None
+        summary = tracker.finish(status=status) if tracker is not None and tracking else None
     if summary is None:
         summary = rank_untracked(resolved, results)
     outcome = SweepOutcome(

@@ -59,7 +59,7 @@ class Sinks:
 
     Attributes:
         table: The live table (a sweep callback).
-        tracker: The MLflow tracker, started; None for an untracked sweep.
+        tracker: The MLflow tracker (the caller starts it); None for an untracked sweep.
         callbacks: The sweep callbacks, the live table first, then those of ``SweepOptions``.
         events: The sweep's Tune callback, which tells all of them of each trial event.
         tune_callbacks: What goes into Tune's ``RunConfig(callbacks=...)``.
@@ -80,7 +80,10 @@ def wire_sinks(
     stall_timeout_s: float | None = None,
     fail_on_stall: bool = False,
 ) -> Sinks:
-    """Makes the sinks of `resolved` and the Tune callbacks that feed them; starts the tracker.
+    """Makes the sinks of `resolved` and the Tune callbacks that feed them.
+
+    The tracker is not started: the caller starts it (`SweepTracker.start`) before the sweep
+    runs, and finishes it after.
 
     The stall watchdog (`StallWatchdog`) is one of the Tune callbacks: `stall_timeout_s` is its
     fixed limit (None: adaptive), and with `fail_on_stall` a stall ends the sweep.
@@ -92,10 +95,7 @@ def wire_sinks(
     from sweeplab.engine._stall import StallClock
     from sweeplab.engine._watchdog import StallWatchdog
 
-    tracker = None
-    if track:
-        tracker = tracker_for(resolved)
-        tracker.start()
+    tracker = tracker_for(resolved) if track else None
     table = LiveTable(
         metric=resolved.metric,
         mode=resolved.mode,

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from sweeplab.tracking._bench import benchmark_logging
     from sweeplab.tracking._bulk import DATABASE_ENV
     from sweeplab.tracking._executions import SweepExecution, sweep_executions
-    from sweeplab.tracking._new_store import TEMPLATE_ENV
+    from sweeplab.tracking._new_store import TEMPLATE_ENV, open_store_in_background
     from sweeplab.tracking._read import (
         RankedConfig,
         SweepData,
@@ -64,6 +64,7 @@ __all__ = [
     "list_sweeps",
     "load_summary",
     "load_sweep",
+    "open_store_in_background",
     "pick_trial",
     "rank_pareto",
     "rank_trials",
@@ -85,6 +86,7 @@ _LAZY = {
     "WRITER_ENV": "sweeplab.tracking._tracker",
     "DATABASE_ENV": "sweeplab.tracking._bulk",
     "TEMPLATE_ENV": "sweeplab.tracking._new_store",
+    "open_store_in_background": "sweeplab.tracking._new_store",
     "writer_for": "sweeplab.tracking._tracker",
     "rank_tune_results": "sweeplab.tracking._untracked",
     "benchmark_logging": "sweeplab.tracking._bench",

@@ -12,9 +12,15 @@ experiment, is kept as a template in the user's cache folder (``$XDG_CACHE_HOME/
 adds the ``Default`` experiment itself when it opens the copy, as it does for any store that
 lacks one; its schema check passes, as the schema is its own.
 
-Only a file that does not exist yet is created; an existing store is never touched. If the
+Only a file that does not exist yet is created (and its folder, as MLflow does); an existing
+store is never touched. If the
 cache cannot be written, or anything else fails, MLflow creates the store as before.
 ``SWEEPLAB_STORE_TEMPLATE=0`` turns the template off.
+
+Opening a store costs more than its creation: importing MLflow and its SQL store is about 2.5 s
+of CPU. `open_store_in_background` does that in a thread while Ray starts and the sweep's slots
+come up (which mostly wait on other processes); `prepare_store`, the first step of
+`SweepTracker.start`, then waits for it and finds MLflow's store already open.
 """
 
 from __future__ import annotations
@@ -25,15 +31,27 @@ import os
 import secrets
 import shutil
 import sqlite3
+import threading
 from pathlib import Path
 
-from sweeplab.tracking._sqlite import sqlite_store_path
+from sweeplab.tracking._read import resolve_tracking_uri
+from sweeplab.tracking._sqlite import sqlite_store_path, write_ahead_log
 
-__all__ = ["TEMPLATE_ENV", "seed_sqlite_store", "store_template"]
+__all__ = [
+    "TEMPLATE_ENV",
+    "open_store_in_background",
+    "prepare_store",
+    "seed_sqlite_store",
+    "store_template",
+]
 
 TEMPLATE_ENV = "SWEEPLAB_STORE_TEMPLATE"
 
 logger = logging.getLogger(__name__)
+
+# Stores being opened in the background; `prepare_store` waits for them.
+_opening: list[threading.Thread] = []
+_opening_lock = threading.Lock()
 
 
 def _cache_dir() -> Path:
@@ -98,8 +116,8 @@ def store_template() -> Path | None:
 def seed_sqlite_store(uri: str) -> bool:
     """Creates the SQLite store of `uri` as a copy of the template if its file does not exist.
 
-    Returns whether it did. Anything but a ``sqlite:///`` file URI, an existing file, a missing
-    folder, ``SWEEPLAB_STORE_TEMPLATE=0`` or a failure leaves it to MLflow.
+    Returns whether it did. Its folder is created, as MLflow does. Anything but a ``sqlite:///``
+    file URI, an existing file, ``SWEEPLAB_STORE_TEMPLATE=0`` or a failure leaves it to MLflow.
     """
     if os.environ.get(TEMPLATE_ENV, "1").strip().lower() in ("0", "false", "no"):
         return False
@@ -107,13 +125,64 @@ def seed_sqlite_store(uri: str) -> bool:
     if name is None:
         return False
     target = Path(name)
-    if target.exists() or not target.parent.is_dir():
+    if target.exists():
         return False
     template = store_template()
     if template is None:
         return False
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)  # as MLflow does for a new store
         return _place(template, target)
     except OSError as error:
         logger.debug("Could not copy the store template to %s: %s", target, error)
         return False
+
+
+def prepare_store(tracking_uri: str | None) -> str:
+    """Makes the tracking store of `tracking_uri` ready to write to; returns its resolved URI.
+
+    Waits for stores being opened in the background, resolves the URI (MLflow's own when
+    None), creates a new SQLite store from the template and puts a SQLite store in WAL mode
+    (see `write_ahead_log`) before MLflow opens a connection to it.
+    """
+    with _opening_lock:
+        opening = [t for t in _opening if t is not threading.current_thread()]
+    for thread in opening:
+        thread.join()
+    resolved = resolve_tracking_uri(tracking_uri)
+    seed_sqlite_store(resolved)
+    write_ahead_log(resolved)
+    return resolved
+
+
+def _open(tracking_uri: str | None) -> None:
+    try:
+        from mlflow import MlflowClient
+
+        resolved = prepare_store(tracking_uri)
+        # Any read opens the store; MLflow keeps it open for every client of this URI.
+        MlflowClient(resolved).search_experiments(max_results=1)
+    except Exception as error:
+        logger.debug("Opening the tracking store %s in the background: %s", tracking_uri, error)
+    finally:
+        with _opening_lock:
+            _opening.remove(threading.current_thread())
+
+
+def open_store_in_background(tracking_uri: str | None) -> threading.Thread:
+    """Starts opening the tracking store of `tracking_uri` (see `prepare_store`) in a thread.
+
+    Any error is left for `SweepTracker.start` to report. Modules the thread imports are
+    imported only by it while it runs: Ray's, Tune's and Train's are imported here first, so
+    that two threads never import the same packages at once.
+    """
+    import ray.train
+    import ray.tune  # noqa: F401
+
+    thread = threading.Thread(
+        target=_open, args=(tracking_uri,), name="sweeplab-open-store", daemon=True
+    )
+    with _opening_lock:
+        _opening.append(thread)
+    thread.start()
+    return thread

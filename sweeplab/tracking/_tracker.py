@@ -20,7 +20,7 @@ from sweeplab.keys import CONSTRAINTS_TAG, OBJECTIVES_TAG
 from sweeplab.pareto import Constraint, Objective, parse_pick
 from sweeplab.tracking._bulk import sql_bulk
 from sweeplab.tracking._flusher import Flusher
-from sweeplab.tracking._new_store import seed_sqlite_store
+from sweeplab.tracking._new_store import prepare_store
 from sweeplab.tracking._ranking import (
     SweepSummary,
     TrialRecord,
@@ -28,8 +28,6 @@ from sweeplab.tracking._ranking import (
     _check_objectives,
     best_config_document,
 )
-from sweeplab.tracking._read import resolve_tracking_uri
-from sweeplab.tracking._sqlite import write_ahead_log
 from sweeplab.tracking._sweep_run import (
     BEST_CONFIG_FILE,
     PARENT_RUN_FILE,
@@ -188,20 +186,19 @@ class SweepTracker:
 
     def start(self) -> None:
         """Creates the experiment and the parent run, or reopens them with ``resume=True``."""
-        self._resolved_uri = resolve_tracking_uri(self.tracking_uri)
-        seed_sqlite_store(self._resolved_uri)
-        write_ahead_log(self._resolved_uri)
-        parent = ParentRun(
-            self._new_client(),
-            sweep_name=self.sweep_name,
-            metric=self.metric,
-            rank_by=self.rank_by,
-            register_model=self.register_model,
-        )
+        self._resolved_uri = prepare_store(self.tracking_uri)
         self.storage_dir.mkdir(parents=True, exist_ok=True)
         record = self.storage_dir / PARENT_RUN_FILE
         existing: dict[str, Any] = {}
         try:
+            # MLflow opens the store here: a store it cannot open is reported as below.
+            parent = ParentRun(
+                self._new_client(),
+                sweep_name=self.sweep_name,
+                metric=self.metric,
+                rank_by=self.rank_by,
+                register_model=self.register_model,
+            )
             if self.resume and record.exists():
                 existing = parent.reopen(json.loads(record.read_text())["parent_run_id"])
             else:

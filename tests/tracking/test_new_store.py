@@ -108,13 +108,13 @@ def test_the_template_is_built_once_and_an_existing_store_is_left_alone(
     (tmp_path / "c.db").write_bytes(b"")
     assert not seed_sqlite_store(f"sqlite:///{tmp_path / 'c.db'}")
     assert (tmp_path / "c.db").read_bytes() == b""
-    # Nor is anything created where the folder is missing, or for another kind of store.
-    assert not seed_sqlite_store(f"sqlite:///{tmp_path / 'missing' / 'd.db'}")
-    assert not (tmp_path / "missing").exists()
+    # A missing folder is created, as MLflow does; nothing is done for another kind of store.
+    assert seed_sqlite_store(f"sqlite:///{tmp_path / 'new' / 'd.db'}")
     assert not seed_sqlite_store("http://127.0.0.1:5000")
     assert not seed_sqlite_store("sqlite:///:memory:")
     # No copy is left behind beside the stores.
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.db", "b.db", "c.db", "cache"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.db", "b.db", "c.db", "cache", "new"]
+    assert [p.name for p in (tmp_path / "new").iterdir()] == ["d.db"]
 
 
 def test_of_several_creators_of_one_store_exactly_one_copies_it(
@@ -157,3 +157,39 @@ def test_without_a_template_mlflow_creates_the_store(
     uri = f"sqlite:///{tmp_path / 'a.db'}"
     assert MlflowClient(uri).get_experiment("0").name == "Default"
     assert os.path.getsize(tmp_path / "a.db") > 0
+
+
+def test_the_tracker_writes_to_the_store_opened_in_the_background(
+    cache: Path, tmp_path: Path
+) -> None:
+    from mlflow import MlflowClient
+
+    from sweeplab.tracking import open_store_in_background
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    opening = open_store_in_background(uri)
+    _track_one_trial(uri, tmp_path / "sweep")
+    assert not opening.is_alive()
+    assert list(cache.glob("mlflow-*-empty.db"))
+    client = MlflowClient(uri)
+    (run,) = client.search_runs(
+        [client.get_experiment_by_name("seeded").experiment_id],
+        filter_string="tags.`sweeplab.role` = 'trial'",
+    )
+    assert run.data.metrics["loss"] == 0.5
+
+
+def test_a_store_that_cannot_be_opened_is_reported_by_the_tracker_not_the_thread(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sweeplab.tracking import TrackingError, open_store_in_background
+
+    uncaught: list[object] = []
+    monkeypatch.setattr(threading, "excepthook", uncaught.append)
+    # Its folder would be a file: neither the copy nor MLflow can create it.
+    (tmp_path / "a-file").write_text("")
+    uri = f"sqlite:///{tmp_path / 'a-file' / 'mlflow.db'}"
+    open_store_in_background(uri).join()
+    assert uncaught == []
+    with pytest.raises(TrackingError, match="a-file"):
+        _track_one_trial(uri, tmp_path / "sweep")
