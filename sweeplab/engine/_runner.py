@@ -131,10 +131,16 @@ def run_sweep(
         SpecError / ResourceError: Bad arguments, or a trial that can never fit; nothing started.
         SweeplabError: The storage folder is not writable.
         AddressError: No Ray cluster answers at ``options.address``; nothing written.
+        TrackingError: MLflow cannot use ``options.tracking_uri`` (an unknown scheme, a server
+            that does not answer); nothing started or written.
     """
     options = options or SweepOptions()
     if options.address is not None:
         check_address(options.address)  # before anything is written
+    if options.track:
+        from sweeplab.tracking import check_tracking_uri
+
+        check_tracking_uri(options.tracking_uri)  # a typo or a server that is down: exit 2
     sweep = apply_options(sweep, options)
     if warm_start is None and not options.resume:  # a resumed searcher keeps its own state
         warm_start = plan_warm_start(sweep, options.tracking_uri)

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from sweeplab.tracking._sqlite import sqlite_store_path, write_ahead_log
     from sweeplab.tracking._tracker import WRITER_ENV, SweepTracker, TrackingError, writer_for
     from sweeplab.tracking._untracked import rank_tune_results
+    from sweeplab.tracking._uri_check import check_tracking_uri
 
 __all__ = [
     "DATABASE_ENV",
@@ -59,6 +60,7 @@ __all__ = [
     "best_config_document",
     "best_trial",
     "check_sweep_store",
+    "check_tracking_uri",
     "front_hypervolume",
     "latest_sweep_run",
     "list_sweeps",
@@ -87,6 +89,7 @@ _LAZY = {
     "DATABASE_ENV": "sweeplab.tracking._bulk",
     "TEMPLATE_ENV": "sweeplab.tracking._new_store",
     "open_store_in_background": "sweeplab.tracking._new_store",
+    "check_tracking_uri": "sweeplab.tracking._uri_check",
     "writer_for": "sweeplab.tracking._tracker",
     "rank_tune_results": "sweeplab.tracking._untracked",
     "benchmark_logging": "sweeplab.tracking._bench",

@@ -3,24 +3,16 @@
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from refused import closed_port, refused_line
 
 from sweeplab import AddressError
 from sweeplab.engine import check_address
 
 SPEC = Path(__file__).resolve().parents[2] / "experiments" / "quickstart.py"
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.mark.parametrize(
@@ -52,14 +44,5 @@ def test_a_listening_port_and_rays_own_words_pass() -> None:
 @pytest.mark.parametrize("command", ["sweep", "status"])
 def test_the_cli_exits_2_with_one_line_and_writes_nothing(command: str, tmp_path: Path) -> None:
     address = f"127.0.0.1:{closed_port()}"
-    result = subprocess.run(
-        [sys.executable, "-m", "sweeplab.cli", command, str(SPEC), "--address", address],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 2, result.stderr
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and f"no Ray cluster answers at --address {address}" in lines[0]
-    assert list(tmp_path.iterdir()) == []  # no storage folder, no MLflow store
+    line = refused_line([command, str(SPEC), "--address", address], tmp_path)
+    assert f"no Ray cluster answers at --address {address}" in line
