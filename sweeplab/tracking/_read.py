@@ -74,10 +74,18 @@ def resolve_tracking_uri(tracking_uri: str | None) -> str:
 
 
 def tracking_client(tracking_uri: str | None) -> tuple[Any, str]:
-    """An ``MlflowClient`` of the tracking store, and the store's resolved URI."""
+    """An ``MlflowClient`` of the tracking store, and the store's resolved URI.
+
+    Raises:
+        TrackingError: A URI MLflow cannot use, or a server that does not answer (see
+            `check_tracking_uri`): at once, instead of MLflow's client retrying for minutes.
+    """
     from mlflow import MlflowClient
 
+    from sweeplab.tracking._uri_check import check_tracking_uri
+
     uri = resolve_tracking_uri(tracking_uri)
+    check_tracking_uri(uri)
     return MlflowClient(uri), uri
 
 

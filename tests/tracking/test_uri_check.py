@@ -71,7 +71,13 @@ def test_a_sqlite_store_under_a_file_names_the_file(tmp_path: Path) -> None:
         check_tracking_uri(f"sqlite:///{tmp_path / 'a-file' / 'x' / 'mlflow.db'}")
 
 
-@pytest.mark.parametrize("kind", ["scheme", "server"])
-def test_the_cli_exits_2_with_one_line_and_writes_nothing(kind: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("command", "kind"),
+    [("sweep", "scheme"), ("sweep", "server"), ("ls", "server"), ("best", "server")],
+)
+def test_the_cli_exits_2_with_one_line_and_writes_nothing(
+    command: str, kind: str, tmp_path: Path
+) -> None:
     uri = "bogus://x" if kind == "scheme" else f"http://127.0.0.1:{closed_port()}"
-    assert uri in refused_line(["sweep", str(SPEC), "--tracking-uri", uri], tmp_path)
+    args = {"sweep": ["sweep", str(SPEC)], "ls": ["ls"], "best": ["best", "quickstart"]}[command]
+    assert uri in refused_line([*args, "--tracking-uri", uri], tmp_path)
