@@ -195,7 +195,8 @@ def _run_on_ray(
         hosts = start_slots(resolved, trial_settings)
         if tracker is not None:
             # Started last: its store has been opening in the background since before Ray.
-            tracker.start()
+            # The parent run starts when the sweep did.
+            tracker.start(started_at=time.time() - (time.monotonic() - started))
             tracking = True
             if warm_start is not None:
                 tracker.log_warm_start(warm_start.source, warm_start.to_dict())

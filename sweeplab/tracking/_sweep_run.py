@@ -79,12 +79,15 @@ class ParentRun:
         spec_path: Path | None,
         space_yaml: str | None,
         tags: Mapping[str, str] | None = None,
+        started_at: float | None = None,
     ) -> None:
         """Creates (or reuses) the experiment and a new parent run with the sweep's settings
-        (and ``tags`` beside sweeplab's own)."""
+        (and ``tags`` beside sweeplab's own), started at `started_at` (epoch seconds; now
+        when None)."""
         from mlflow.entities import Param
 
         client = self.client
+        started = time.localtime(started_at)
         experiment = client.get_experiment_by_name(self.sweep_name)
         if experiment is None:
             self.experiment_id = client.create_experiment(
@@ -101,7 +104,8 @@ class ParentRun:
                 RANK_BY_TAG: self.rank_by,
                 **(tags or {}),
             },
-            run_name=f"{self.sweep_name}-{time.strftime('%Y%m%d-%H%M%S')}",
+            run_name=f"{self.sweep_name}-{time.strftime('%Y%m%d-%H%M%S', started)}",
+            start_time=None if started_at is None else int(started_at * 1000),
         )
         self.run_id = run.info.run_id
         flat = flatten(mask_secrets(dict(params)))

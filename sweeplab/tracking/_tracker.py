@@ -184,8 +184,13 @@ class SweepTracker:
 
         return MlflowClient(self._resolved_uri)
 
-    def start(self) -> None:
-        """Creates the experiment and the parent run, or reopens them with ``resume=True``."""
+    def start(self, started_at: float | None = None) -> None:
+        """Creates the experiment and the parent run, or reopens them with ``resume=True``.
+
+        Args:
+            started_at: When the sweep started (epoch seconds), the new parent run's start
+                time; now when None.
+        """
         self._resolved_uri = prepare_store(self.tracking_uri)
         self.storage_dir.mkdir(parents=True, exist_ok=True)
         record = self.storage_dir / PARENT_RUN_FILE
@@ -207,7 +212,11 @@ class SweepTracker:
                         "No %s in %s; starting a new parent run.", record.name, record.parent
                     )
                 parent.create(
-                    self._parent_params(), self.spec_path, self.space_yaml, self._parent_tags()
+                    self._parent_params(),
+                    self.spec_path,
+                    self.space_yaml,
+                    self._parent_tags(),
+                    started_at=started_at,
                 )
         except SweeplabError:
             raise

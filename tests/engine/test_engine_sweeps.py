@@ -31,6 +31,10 @@ def check_mlflow_record(
     (parent,) = [r for r in runs if r.data.tags.get("sweeplab.role") == "sweep"]
     children = [r for r in runs if r.data.tags.get("sweeplab.role") == "trial"]
     assert parent.info.status == "FINISHED"
+    # The parent run starts when the sweep did, before it wrote its settings (and before its
+    # tracker started, once the slots were up).
+    assert parent.info.start_time / 1000 <= (outcome.storage_dir / "sweep.json").stat().st_mtime
+    assert parent.info.start_time <= min(r.info.start_time for r in children)
     assert parent.data.params["searcher"] == outcome.sweep.searcher_name
     assert parent.data.params["scheduler"] == outcome.sweep.scheduler_name
     artifacts = {a.path for a in client.list_artifacts(parent.info.run_id, "spec")}
