@@ -37,6 +37,10 @@ step quickstart_quarter_gpu env GPU_FRACTION=0.25 GPU_WORKERS=1 GPU_TRIALS=8 \
     "$PYTHON" -m sweeplab.cli sweep benchmarks/gpu_quickstart.py --no-live --storage "$OUT/runs"
 step quickstart_2w_half_gpu env GPU_FRACTION=0.5 GPU_WORKERS=2 GPU_TRIALS=4 \
     "$PYTHON" -m sweeplab.cli sweep benchmarks/gpu_quickstart.py --no-live --storage "$OUT/runs"
-step bench_rows env BENCH_GPU=1 "$PYTHON" -m benchmarks --quick \
-    --only report_latency,startup_1w,startup_2w,slot_memory --out "$OUT/gpu.json"
+# Step 3 takes over 8 minutes (Ray's own pattern, its baseline, is slow): GPU_CHECK_BENCH=0
+# leaves it out when the machine's time is short.
+if [ "${GPU_CHECK_BENCH:-1}" != 0 ]; then
+    step bench_rows env BENCH_GPU=1 "$PYTHON" -m benchmarks --quick \
+        --only report_latency,startup_1w,startup_2w,slot_memory --out "$OUT/gpu.json"
+fi
 exit $status

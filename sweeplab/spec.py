@@ -28,6 +28,7 @@ __all__ = [
     "SEARCHERS",
     "Sweep",
     "load_spec",
+    "spec_only_modules",
 ]
 
 SEARCHERS = tuple(strategies.SEARCHERS)
@@ -437,6 +438,7 @@ def load_spec(path: str | Path) -> Sweep:
     added_path = folder not in sys.path
     if added_path:
         sys.path.insert(0, folder)
+    paths_before, modules_before = set(sys.path), set(sys.modules)
     try:
         exec(code, module.__dict__)
     except SpecError as exc:
@@ -444,6 +446,9 @@ def load_spec(path: str | Path) -> Sweep:
     except Exception as exc:
         line = _spec_line(exc, spec_path)
         raise SpecError(f"{spec_path}:{line}: {type(exc).__name__}: {exc}") from None
+    _note_modules_from_added_paths(
+        [p for p in sys.path if p not in paths_before], set(sys.modules) - modules_before
+    )
     sweep = module.__dict__.get("sweep")
     if sweep is None:
         raise SpecError(f"{spec_path}: defines no module-level `sweep = sweeplab.Sweep(...)`.")
@@ -452,6 +457,27 @@ def load_spec(path: str | Path) -> Sweep:
             f"{spec_path}: `sweep` must be a sweeplab.Sweep, but got {type(sweep).__name__}."
         )
     return sweep
+
+
+# Modules a spec imported from folders it put on `sys.path` itself (see `spec_only_modules`).
+_SPEC_ONLY_MODULES: set[str] = set()
+
+
+def _note_modules_from_added_paths(paths: list[str], names: set[str]) -> None:
+    folders = [Path(p).resolve() for p in paths if p]
+    for name in names:
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if file and any(Path(file).resolve().is_relative_to(f) for f in folders):
+            _SPEC_ONLY_MODULES.add(name)
+
+
+def spec_only_modules() -> tuple[str, ...]:
+    """Modules that loaded specs imported from folders they put on `sys.path` themselves.
+
+    A Ray worker starts with its own `sys.path` (the spec's folder included), so it cannot
+    import them: the engine pickles them by value, as it does the spec.
+    """
+    return tuple(sorted(_SPEC_ONLY_MODULES))
 
 
 def _spec_line(exc: BaseException, spec_path: Path) -> str:

@@ -180,12 +180,18 @@ def quiet_libraries() -> None:
 
 
 def pickle_spec_by_value(sweep: Sweep) -> None:
-    """Ray workers cannot import a spec file loaded from a path: ship its functions by value."""
+    """Ray workers cannot import a spec file loaded from a path, nor a module the spec imported
+    from a folder it put on `sys.path` itself: ship their functions by value."""
     import ray.cloudpickle
+
+    from sweeplab.spec import spec_only_modules
 
     module = sys.modules.get(getattr(sweep.train_func, "__module__", "") or "")
     if module is not None and module.__name__.startswith("sweeplab_spec_"):
         ray.cloudpickle.register_pickle_by_value(module)
+    for name in spec_only_modules():
+        if name in sys.modules:
+            ray.cloudpickle.register_pickle_by_value(sys.modules[name])
 
 
 def cluster_nodes() -> list[dict[str, float]]:
