@@ -82,7 +82,9 @@ class Sweep:
             elastic group.
         use_gpu: Whether each worker gets GPUs.
         cpus_per_worker: CPUs reserved by each worker.
-        gpus_per_worker: GPUs of each worker when ``use_gpu`` (fractions allowed); default 1.
+        gpus_per_worker: GPUs of each worker when ``use_gpu``; default 1. Fractions let
+            1-worker trials share a GPU; the workers of one multi-worker trial need a GPU each,
+            as NCCL refuses two ranks of a group on one GPU.
         resources_per_worker: Extra custom resources of each worker, e.g. ``{"node_a": 1}``.
         max_concurrent_trials: Upper bound on concurrent trials; by default derived from the
             cluster's resources.
