@@ -90,12 +90,17 @@ sweep = sweeplab.Sweep(train_func=train_func, space={"x": uniform(0, 1)}, SWEEP_
 
 BASE: dict[str, Any] = {"name": "bench", "metric": "loss", "mode": "min"}
 # `BENCH_GPU=1` (benchmarks/gpu_check.sh): every worker of the start-up and latency arms gets a
-# share of one GPU (a whole GPU when a trial has one worker).
+# GPU of its own where `BENCH_GPUS` (default 1) GPUs are enough, else a share of one. A sweep's
+# multi-worker trials need a GPU per worker (NCCL refuses two ranks of a group on one GPU, and
+# `Sweep` refuses such fractions); the latency arms run no collective, so they may share one.
 GPU = os.environ.get("BENCH_GPU") == "1"
+GPUS = int(os.environ.get("BENCH_GPUS", "1"))
 
 
 def _gpu_share(workers: int) -> float | None:
-    return 1.0 / workers if GPU else None
+    if not GPU:
+        return None
+    return 1.0 if workers <= GPUS else 1.0 / workers
 
 
 def _scaling(workers: int) -> Any:
@@ -188,7 +193,7 @@ def _ray_init(sweeplab_env: bool, num_cpus: int = 2) -> None:
     start = start_local_ray if sweeplab_env else functools.partial(ray.init, address="local")
     start(
         num_cpus=num_cpus,
-        num_gpus=1 if GPU else 0,
+        num_gpus=GPUS if GPU else 0,
         log_to_driver=False,
         include_dashboard=True,  # Train's controller uses the state API (ray[default])
         dashboard_host="127.0.0.1",

@@ -83,8 +83,9 @@ class Sweep:
         use_gpu: Whether each worker gets GPUs.
         cpus_per_worker: CPUs reserved by each worker.
         gpus_per_worker: GPUs of each worker when ``use_gpu``; default 1. Fractions let
-            1-worker trials share a GPU; the workers of one multi-worker trial need a GPU each,
-            as NCCL refuses two ranks of a group on one GPU.
+            1-worker trials share a GPU; the workers of one multi-worker trial need a GPU each
+            (or ``placement_strategy="STRICT_SPREAD"``), as NCCL refuses two ranks of a group
+            on one GPU.
         resources_per_worker: Extra custom resources of each worker, e.g. ``{"node_a": 1}``.
         max_concurrent_trials: Upper bound on concurrent trials; by default derived from the
             cluster's resources.
@@ -186,6 +187,19 @@ class Sweep:
                 _fail("gpus_per_worker", "must be a finite number > 0", self.gpus_per_worker)
             if not self.use_gpu:
                 _fail("gpus_per_worker", "needs `use_gpu=True`", self.gpus_per_worker)
+            workers = self.workers_per_trial
+            most = workers if isinstance(workers, int) else max(workers, default=1)
+            if self.gpus_per_worker < 1 and most > 1 and self.placement_strategy != "STRICT_SPREAD":
+                # Seen on an H200: "Duplicate GPU detected : rank 1 and rank 0 both on CUDA
+                # device", in the group's first collective, after the group had started.
+                _fail(
+                    "gpus_per_worker",
+                    "must be >= 1 when a trial has several workers: Ray puts their fractions on "
+                    "one GPU and NCCL refuses two ranks of a group on one GPU (fractions share "
+                    "a GPU between 1-worker trials; placement_strategy='STRICT_SPREAD' puts "
+                    "each worker on a node of its own)",
+                    self.gpus_per_worker,
+                )
         if not isinstance(self.resources_per_worker, Mapping) or not all(
             isinstance(k, str) and k and is_finite_number(v) and v >= 0
             for k, v in self.resources_per_worker.items()

@@ -63,6 +63,8 @@ def test_defaults() -> None:
         ({"cpus_per_worker": float("nan")}, "cpus_per_worker"),
         ({"gpus_per_worker": 1}, "gpus_per_worker"),
         ({"use_gpu": True, "gpus_per_worker": 0}, "gpus_per_worker"),
+        ({"use_gpu": True, "gpus_per_worker": 0.5, "workers_per_trial": 2}, "gpus_per_worker"),
+        ({"use_gpu": True, "gpus_per_worker": 0.5, "workers_per_trial": (1, 2)}, "gpus_per_worker"),
         ({"resources_per_worker": {"CPU": 1}}, "resources_per_worker"),
         ({"resources_per_worker": {"node_a": -1}}, "resources_per_worker"),
         ({"max_concurrent_trials": 0}, "max_concurrent_trials"),
@@ -99,6 +101,11 @@ def test_elastic_workers() -> None:
 def test_gpu_resources() -> None:
     sweep = make(use_gpu=True, gpus_per_worker=0.5, resources_per_worker={"node_a": 1})
     assert sweep.worker_resources == {"CPU": 1.0, "GPU": 0.5, "node_a": 1.0}
+    # Workers of one trial on nodes of their own may each take a fraction of a GPU.
+    spread = make(
+        use_gpu=True, gpus_per_worker=0.5, workers_per_trial=2, placement_strategy="STRICT_SPREAD"
+    )
+    assert spread.worker_resources["GPU"] == 0.5
 
 
 SPEC_OK = """
