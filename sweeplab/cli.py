@@ -352,10 +352,6 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         from sweeplab.engine import check_address
 
         check_address(options.address)  # before the warm start reads the tracking store
-    if options.track:
-        from sweeplab.tracking import check_tracking_uri
-
-        check_tracking_uri(options.tracking_uri)  # before Ray starts or anything is written
     console = _console()
     warm_start = None
     if not args.resume:  # planned before anything starts: an unknown sweep is exit 2

@@ -122,11 +122,10 @@ def plan_warm_start(sweep: Sweep, tracking_uri: str | None = None) -> WarmStartP
         configs, skipped = _distinct(candidates, sweep.num_trials)
         return WarmStartPlan(source="the spec's list", configs=configs, skipped=skipped)
 
-    from sweeplab.tracking import UnknownSweepError, check_tracking_uri, ranked_configs
+    from sweeplab.tracking import UnknownSweepError, ranked_configs
 
     name, top = (warm, None) if isinstance(warm, str) else (warm["sweep"], warm.get("top"))
     top = min(top or default_top(sweep.num_trials), sweep.num_trials)
-    check_tracking_uri(tracking_uri)  # a server that is down fails here, not after retries
     try:
         ranking = ranked_configs(name, tracking_uri)
     except UnknownSweepError as error:

@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from sweeplab.tracking._bulk import redacted
+from sweeplab.tracking._sqlite import sqlite_store_path
 from sweeplab.tracking._tracker import TrackingError
 
 __all__ = ["check_tracking_uri"]
@@ -55,7 +56,7 @@ def check_tracking_uri(uri: str | None) -> None:
             f"use {_FORMS}."
         )
     if kind == "sqlite":
-        _check_sqlite(uri, shown)
+        _check_sqlite(sqlite_store_path(uri), shown)
         return
     if kind not in _SERVERS or parts.hostname is None:  # no host: a local socket, or a service
         return
@@ -76,12 +77,11 @@ def check_tracking_uri(uri: str | None) -> None:
         ) from None
 
 
-def _check_sqlite(uri: str, shown: str) -> None:
-    """The folder of a SQLite store must be a folder, or be creatable."""
-    path = uri[len("sqlite:///") :].split("?", 1)[0] if uri.startswith("sqlite:///") else ""
-    if path in ("", ":memory:"):
+def _check_sqlite(path: str | None, shown: str) -> None:
+    """The folder of a SQLite store's file (None: in memory) must be a folder, or be creatable."""
+    if path is None:
         return
-    folder = Path(path).expanduser().absolute().parent
+    folder = Path(path).parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
     if not folder.is_dir():
