@@ -187,9 +187,8 @@ class Sweep:
                 _fail("gpus_per_worker", "must be a finite number > 0", self.gpus_per_worker)
             if not self.use_gpu:
                 _fail("gpus_per_worker", "needs `use_gpu=True`", self.gpus_per_worker)
-            workers = self.workers_per_trial
-            most = workers if isinstance(workers, int) else max(workers, default=1)
-            if self.gpus_per_worker < 1 and most > 1 and self.placement_strategy != "STRICT_SPREAD":
+            several = self.max_workers > 1
+            if self.gpus_per_worker < 1 and several and self.placement_strategy != "STRICT_SPREAD":
                 # Seen on an H200: "Duplicate GPU detected : rank 1 and rank 0 both on CUDA
                 # device", in the group's first collective, after the group had started.
                 _fail(
