@@ -1,8 +1,8 @@
 """Every Ray private that sweeplab uses still exists, with the parameters sweeplab passes.
 
 A Ray upgrade that moves one of them fails here, in seconds, instead of in a sweep. The rows
-come from `sweeplab.raycompat.PRIVATE_USES`, the rows of its parts; docs/upgrading-ray.md says
-what to do.
+come from `sweeplab.raycompat.PRIVATE_USES`, the rows of its sections; docs/upgrading-ray.md
+says what to do.
 """
 
 from __future__ import annotations
@@ -10,10 +10,8 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
-import pkgutil
 import re
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -21,12 +19,7 @@ import pytest
 from sweeplab import keys, raycompat
 from sweeplab.raycompat import PRIVATE_USES, PrivateUse
 
-# The parts of the package that use Ray privates, each with its own `PRIVATE_USES` rows.
-PARTS: list[ModuleType] = [
-    importlib.import_module(f"{raycompat.__name__}.{info.name}")
-    for info in pkgutil.iter_modules(raycompat.__path__)
-]
-PARTS_WITH_ROWS = [part for part in PARTS if hasattr(part, "PRIVATE_USES")]
+MODULE = Path(raycompat.__file__)
 
 
 def _assigned_on_instances(owner: type, name: str) -> bool:
@@ -170,19 +163,13 @@ def _private_imports_without_a_row(source: str, uses: tuple[PrivateUse, ...]) ->
 
 def test_every_private_import_of_the_module_has_a_row() -> None:
     """An import of a private Ray module in `raycompat` without a row would go unchecked."""
-    source = "\n".join(inspect.getsource(module) for module in [raycompat, *PARTS])
-    assert _private_imports_without_a_row(source, PRIVATE_USES) == set()
+    assert _private_imports_without_a_row(MODULE.read_text(), PRIVATE_USES) == set()
 
 
-@pytest.mark.parametrize("part", PARTS_WITH_ROWS, ids=lambda part: part.__name__)
-def test_every_private_import_of_a_part_has_a_row_of_that_part(part: ModuleType) -> None:
-    """Each part keeps the rows of the privates it imports beside its functions."""
-    assert _private_imports_without_a_row(inspect.getsource(part), part.PRIVATE_USES) == set()
-
-
-def test_the_package_rows_are_its_parts_rows() -> None:
-    parts_rows = [use for part in PARTS_WITH_ROWS for use in part.PRIVATE_USES]
-    assert sorted(PRIVATE_USES, key=repr) == sorted(parts_rows, key=repr)
+def test_raycompat_is_one_module() -> None:
+    """STYLE.md rule 9: one module, not a package whose parts each use privates."""
+    assert MODULE.name == "raycompat.py"
+    assert not (MODULE.parent / "raycompat").exists()
 
 
 @pytest.mark.parametrize("name", raycompat.__all__)
@@ -190,13 +177,12 @@ def test_every_exported_name_is_there(name: str) -> None:
     assert getattr(raycompat, name) is not None
 
 
-def test_no_module_outside_the_package_imports_a_private() -> None:
+def test_no_module_outside_raycompat_imports_a_private() -> None:
     """STYLE.md rule 9: one module owns every use of another library's private API."""
-    package = Path(raycompat.__file__).parent
     outside = {
-        f"{file.relative_to(package.parent)}: {module}.{name}"
-        for file in sorted(package.parent.rglob("*.py"))
-        if package not in file.parents
+        f"{file.relative_to(MODULE.parent)}: {module}.{name}"
+        for file in sorted(MODULE.parent.rglob("*.py"))
+        if file != MODULE
         for module, name in _private_imports(file.read_text())
     }
     assert outside == set()
@@ -213,29 +199,21 @@ def test_a_private_import_is_found() -> None:
     }
 
 
-def test_the_package_imports_nothing_else_of_sweeplab() -> None:
+def test_raycompat_imports_nothing_else_of_sweeplab() -> None:
     """`raycompat` is on the ground floor: every other layer may use it, it uses none."""
-    package = Path(raycompat.__file__).parent
     outside = []
-    for file in sorted(package.glob("*.py")):
-        for node in ast.walk(ast.parse(file.read_text(), str(file))):
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level > 1:  # above the package
-                names = [f"{'.' * node.level}{node.module or ''}"]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names = [node.module]
-            else:
-                continue
-            outside += [
-                f"{file.name}:{node.lineno}: {name}"
-                for name in names
-                if name.startswith("..")
-                or (
-                    name.split(".")[0] == "sweeplab"
-                    and name.split(".")[:2] != ["sweeplab", "raycompat"]
-                )
-            ]
+    for node in ast.walk(ast.parse(MODULE.read_text(), str(MODULE))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [f"{'.' * node.level}{node.module or ''}"]
+        else:
+            continue
+        outside += [
+            f"{MODULE.name}:{node.lineno}: {name}"
+            for name in names
+            if name.startswith(".") or name.split(".")[0] == "sweeplab"
+        ]
     assert outside == []
 
 

@@ -1,0 +1,1074 @@
+"""The one module that touches Ray's private and internal APIs (and MLflow's).
+
+Everything sweeplab needs from Ray (and MLflow) beyond its public API goes through the small
+functions here, and every private symbol they use is a row of :data:`PRIVATE_USES` saying what
+it is for and why no public API serves. The module has one section per area, each with its rows
+beside its functions:
+
+- Ray Train V2 workers and controllers, and `ray.train.*` routed in process;
+- the data loaders `prepare_data_loader` returns, timed for the data-wait metric;
+- Tune's trainable and its registry, scheduler state (median rule, PBT), actor cache, trial
+  checkpoints, an ended trial's statistics and the duplicate-result key;
+- placement groups with their creators, free resources per node, the head node;
+- the Optuna study and HyperOpt trials behind Tune's searchers;
+- the tracking store behind an `MlflowClient`, MLflow's name rule, artifact URIs and REST
+  requests, for bulk reads and writes.
+
+``tests/raycompat/test_raycompat.py`` imports each row's symbol and checks the parameters
+sweeplab passes, so a Ray upgrade that moves one fails that fast test, not a sweep.
+``docs/upgrading-ray.md`` lists the rows for people.
+
+This module imports nothing else of sweeplab, and Ray (with Optuna, HyperOpt and MLflow) only
+inside its functions: ``sweeplab status`` and ``preview`` must start fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ray.train.v2._internal.execution.train_fn_utils import (
+        DistributedTrainFnUtils as DistributedTrainFnUtils,
+    )
+
+__all__ = [
+    "PRIVATE_USES",
+    "DistributedTrainFnUtils",
+    "PlacementGroupRecord",
+    "PrivateUse",
+    "abort_train_controller",
+    "current_train_context",
+    "current_train_fn_utils",
+    "disable_tune_session_guard",
+    "forget_trial_statistics",
+    "free_resources_per_node",
+    "function_trainable_class",
+    "head_node_id",
+    "hyperopt_trials",
+    "install_train_fn_utils",
+    "keep_idle_trial_actors",
+    "lean_torch_trainer",
+    "median_rule_stops_hard",
+    "mlflow_accepts_name",
+    "optuna_study",
+    "pbt_exploit_iteration",
+    "pbt_next_round",
+    "pbt_with_exploit_hook",
+    "placement_groups_with_creators",
+    "prepared_data_loader",
+    "replace_trial_restore_checkpoint",
+    "rest_get",
+    "rewire_restored_tuner",
+    "route_train_calls_in_process",
+    "run_artifact_uri",
+    "start_worker_from_checkpoint",
+    "time_prepared_loader_fetches",
+    "tracking_store",
+    "trainable_registry_cached",
+    "transform_reported_metrics",
+    "trial_dataframes_not_read",
+    "trial_error_text",
+    "trial_restore_checkpoint",
+    "tune_flattener",
+    "tune_merge",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class PrivateUse:
+    """One Ray (or MLflow) symbol outside its public API that sweeplab relies on.
+
+    Attributes:
+        module: The module it is imported from.
+        attribute: Its dotted path in `module` (``Class.method``, ``Class.instance_attribute``).
+        params: For a callable, the parameters sweeplab passes by name or position (``self``
+            excluded); None for an attribute that is read or written.
+        why: What sweeplab uses it for, and why no public API serves.
+    """
+
+    module: str
+    attribute: str
+    params: tuple[str, ...] | None
+    why: str
+
+
+# -------------------------------------------------------------------------------------------------
+# Ray Train V2 internals: a worker's context and the utilities behind `ray.train.*` calls.
+# A trial's Train workers start from a given checkpoint and report through wrapped utilities; a
+# one-worker trial runs the user's function in its own process with `ray.train.*` routed to Tune;
+# a stopped trial's Train controller is aborted.
+# -------------------------------------------------------------------------------------------------
+
+_TRAIN_V2 = "ray.train.v2._internal.execution"
+
+_TRAIN_USES: tuple[PrivateUse, ...] = (
+    PrivateUse(
+        f"{_TRAIN_V2}.context",
+        "get_train_context",
+        (),
+        "a worker's Train context: Train V2 dropped `resume_from_checkpoint`, and no public "
+        "API sets the checkpoint `ray.train.get_checkpoint()` returns",
+    ),
+    PrivateUse(
+        f"{_TRAIN_V2}.context",
+        "TrainContext.checkpoint",
+        None,
+        "written before the user's function runs, so a restarted trial starts from its checkpoint",
+    ),
+    PrivateUse(
+        f"{_TRAIN_V2}.controller",
+        "TrainController.abort",
+        (),
+        "releases a stopped trial's workers at once; `ray.kill` would leave its placement group "
+        "to Train's cleaner, and the next trial would wait for the CPUs",
+    ),
+    PrivateUse(
+        f"{_TRAIN_V2}.train_fn_utils",
+        "LocalTrainFnUtils.__init__",
+        ("experiment_name",),
+        "Train's in-process utilities behind `ray.train.*`, subclassed so a one-worker trial's "
+        "reports go to Tune; `num_workers=0` refuses to run inside a Tune trial (ray#49454)",
+    ),
+    PrivateUse(
+        f"{_TRAIN_V2}.train_fn_utils",
+        "LocalTrainFnUtils.report",
+        ("metrics", "checkpoint"),
+        "overridden: where `ray.train.report` lands in an in-process trial",
+    ),
+    PrivateUse(
+        f"{_TRAIN_V2}.train_fn_utils",
+        "LocalTrainFnUtils._last_checkpoint",
+        None,
+        "what `ray.train.get_checkpoint()` returns in process: the restored, then the latest one",
+    ),
+    PrivateUse(
+        f"{_TRAIN_V2}.train_fn_utils",
+        "LocalTrainFnUtils._last_metrics",
+        None,
+        "kept as Train's own `report` keeps it",
+    ),
+    PrivateUse(
+        f"{_TRAIN_V2}.train_fn_utils",
+        "set_train_fn_utils",
+        ("train_fn_utils",),
+        "installs the utilities behind `ray.train.*` in a one-worker trial's process and for "
+        "each trial a warm slot runs; no public API selects them",
+    ),
+    PrivateUse(
+        f"{_TRAIN_V2}.train_fn_utils",
+        "get_train_fn_utils",
+        (),
+        "the worker's utilities, whose `report` gains the data-wait metric and which a warm "
+        "slot wraps; Train has no public hook on a worker's reports",
+    ),
+    PrivateUse(
+        f"{_TRAIN_V2}.train_fn_utils",
+        "DistributedTrainFnUtils",
+        None,
+        "the utilities Train installs in its workers, which a warm slot wraps for each trial "
+        "it runs; no public API routes a worker's `ray.train.*` calls",
+    ),
+    PrivateUse(
+        "ray.train.v2.api.data_parallel_trainer",
+        "DataParallelTrainer._create_default_callbacks",
+        (),
+        "overridden to leave out the datasets callback of a trainer given no datasets: it "
+        "starts a `DatasetManager` actor (a process importing Ray Data, about 2 s of CPU) at "
+        "every group start; Train has no switch for it",
+    ),
+    PrivateUse(
+        "ray.train.v2._internal.callbacks.datasets",
+        "DatasetsCallback",
+        None,
+        "the callback left out; matched by class",
+    ),
+    PrivateUse(
+        "ray.tune.trainable.trainable_fn_utils",
+        "_in_tune_session",
+        (),
+        "the guard that refuses `ray.train.*` inside a Tune trial, turned off in the trial that "
+        "routes them to Tune itself; no public switch",
+    ),
+)
+
+
+def current_train_context() -> Any:
+    """This Train worker's own context (raises outside a Train worker)."""
+    from ray.train.v2._internal.execution.context import get_train_context
+
+    return get_train_context()
+
+
+def current_train_fn_utils() -> Any:
+    """The object this process's `ray.train.report`, `get_checkpoint` and `get_context` use."""
+    from ray.train.v2._internal.execution.train_fn_utils import get_train_fn_utils
+
+    return get_train_fn_utils()
+
+
+def install_train_fn_utils(utils: Any) -> None:
+    """Routes this process's `ray.train.*` calls to `utils` (a Train `TrainFnUtils`)."""
+    from ray.train.v2._internal.execution.train_fn_utils import set_train_fn_utils
+
+    set_train_fn_utils(utils)
+
+
+@functools.cache
+def lean_torch_trainer() -> type:
+    """`TorchTrainer`, without the per-group actor that serves Ray Datasets when none is given.
+
+    Train starts a `DatasetManager` actor at every worker group start, datasets or not; a
+    sweep's trainers pass none (the user's function loads its own data), so for them that actor
+    is a process and about 2 s of CPU for nothing.
+    """
+    from ray.train.torch import TorchTrainer
+    from ray.train.v2._internal.callbacks.datasets import DatasetsCallback
+
+    class LeanTorchTrainer(TorchTrainer):
+        def _create_default_callbacks(self) -> list[Any]:
+            callbacks = super()._create_default_callbacks()
+            if self.datasets:
+                return callbacks
+            return [c for c in callbacks if not isinstance(c, DatasetsCallback)]
+
+    return LeanTorchTrainer
+
+
+def start_worker_from_checkpoint(path: str) -> None:
+    """Makes `ray.train.get_checkpoint()` in this Train worker return the checkpoint at `path`.
+
+    Unless Train already restored one: a group restarted after a failure resumes its own run.
+    """
+    import ray.train
+
+    context = current_train_context()
+    if context.checkpoint is None:
+        context.checkpoint = ray.train.Checkpoint(path)
+
+
+def abort_train_controller(controller: Any) -> Any:
+    """Asks a Train controller actor to abort its group; returns the call's object ref."""
+    return controller.abort.remote()
+
+
+def disable_tune_session_guard() -> None:
+    """Lets `ray.train.*` run in this process although it is a Tune trial (process-wide)."""
+    from ray.tune.trainable import trainable_fn_utils
+
+    # Train looks the guard up in this module at each call, so replacing it here is enough.
+    trainable_fn_utils._in_tune_session = lambda: False
+
+
+@functools.cache
+def _tune_routed_train_fn_utils() -> type:
+    from ray.train.v2._internal.execution.train_fn_utils import LocalTrainFnUtils
+
+    class TuneRoutedTrainFnUtils(LocalTrainFnUtils):
+        """Train's local-mode utilities whose `report` goes to the Tune trial."""
+
+        def __init__(
+            self, *, experiment_name: str, restored: Any, reporter: Callable[..., Any]
+        ) -> None:
+            super().__init__(experiment_name=experiment_name)
+            self._last_checkpoint = restored
+            self._reporter = reporter
+
+        def report(
+            self, metrics: dict[str, Any], checkpoint: Any = None, *args: Any, **kw: Any
+        ) -> None:
+            persisted = self._reporter(dict(metrics), checkpoint)
+            self._last_metrics = metrics
+            if persisted is not None:
+                self._last_checkpoint = persisted
+
+    return TuneRoutedTrainFnUtils
+
+
+def route_train_calls_in_process(
+    *, experiment_name: str, restored: Any, reporter: Callable[[dict[str, Any], Any], Any]
+) -> None:
+    """Serves the user's `ray.train.*` calls in this process, as a one-worker group would.
+
+    Args:
+        experiment_name: What `ray.train.get_context().get_experiment_name()` returns.
+        restored: The `ray.train.Checkpoint` that `ray.train.get_checkpoint()` first returns.
+        reporter: Called with the metrics and checkpoint of each `ray.train.report`; returns
+            the persisted `ray.train.Checkpoint` (then `get_checkpoint()`'s answer) or None.
+    """
+    utils_class = _tune_routed_train_fn_utils()
+    install_train_fn_utils(
+        utils_class(experiment_name=experiment_name, restored=restored, reporter=reporter)
+    )
+
+
+def transform_reported_metrics(transform: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """Passes the metrics of each `ray.train.report` of this Train worker through `transform`."""
+    utils = current_train_fn_utils()
+    report = utils.report
+
+    def report_transformed(metrics: dict[str, Any], *rest: Any, **kwargs: Any) -> Any:
+        return report(transform(metrics), *rest, **kwargs)
+
+    utils.report = report_transformed
+
+
+# -------------------------------------------------------------------------------------------------
+# The loaders `ray.train.torch.prepare_data_loader` returns, timed for the data-wait metric.
+# -------------------------------------------------------------------------------------------------
+
+_LOADER_USES: tuple[PrivateUse, ...] = (
+    PrivateUse(
+        "ray.train.torch.train_loop_utils",
+        "_WrappedDataLoader._prefetch_next_batch",
+        (),
+        "the synchronous batch fetch of every prepared loader, timed for the data-wait metric; "
+        "`prepare_data_loader` has no public hook",
+    ),
+    PrivateUse(
+        "ray.train.torch.train_loop_utils",
+        "_WrappedDataLoader.__iter__",
+        (),
+        "the start of an epoch, where the data-wait window opens",
+    ),
+    PrivateUse(
+        "ray.train.torch.train_loop_utils",
+        "_WrappedDataLoader.next_batch",
+        None,
+        "None once the epoch's data is exhausted: the data-wait window closes",
+    ),
+    PrivateUse(
+        "ray.train.torch.train_loop_utils",
+        "_WrappedDataLoader.__init__",
+        ("base_dataloader", "device", "auto_transfer"),
+        "builds the loader `prepare_data_loader` returns outside a Train worker, so a fast "
+        "test can time its fetches; `prepare_data_loader` needs a Train session",
+    ),
+)
+
+
+def time_prepared_loader_fetches(
+    *, on_epoch_start: Callable[[], None], on_fetch: Callable[[float, bool], None]
+) -> None:
+    """Times the batch fetches of every loader `prepare_data_loader` returns (process-wide).
+
+    Call once per process. `on_epoch_start()` runs when such a loader's iteration starts;
+    `on_fetch(seconds, exhausted)` after each fetch, with `exhausted` True once the epoch's data
+    is used up.
+    """
+    from ray.train.torch.train_loop_utils import _WrappedDataLoader
+
+    fetch = _WrappedDataLoader._prefetch_next_batch
+    start = _WrappedDataLoader.__iter__
+
+    @functools.wraps(fetch)
+    def _prefetch_next_batch(self: Any) -> None:
+        began = time.perf_counter()
+        try:
+            fetch(self)
+        finally:
+            on_fetch(time.perf_counter() - began, self.next_batch is None)
+
+    @functools.wraps(start)
+    def __iter__(self: Any) -> Any:
+        on_epoch_start()
+        return start(self)
+
+    _WrappedDataLoader._prefetch_next_batch = _prefetch_next_batch
+    _WrappedDataLoader.__iter__ = __iter__
+
+
+def prepared_data_loader(loader: Any, device: Any) -> Any:
+    """`loader` wrapped as `prepare_data_loader` wraps it on `device` (no transfer; for tests)."""
+    from ray.train.torch.train_loop_utils import _WrappedDataLoader
+
+    return _WrappedDataLoader(loader, device, auto_transfer=False)
+
+
+# -------------------------------------------------------------------------------------------------
+# Ray Tune internals: the trainable class, scheduler state, the actor cache, trial checkpoints.
+# Also the key Tune adds to a repeated result, spelled out so the tracker needs no Ray import.
+# -------------------------------------------------------------------------------------------------
+
+_TUNE_USES: tuple[PrivateUse, ...] = (
+    PrivateUse(
+        "ray.tune.utils.util",
+        "flatten_dict",
+        ("dt",),
+        "the simulator flattens a trial's config and results into Tune's `a/b` keys, as Tune "
+        "does before a searcher or scheduler sees them; the function is marked deprecated and "
+        "has no public replacement",
+    ),
+    PrivateUse(
+        "ray.tune.utils.util",
+        "merge_dicts",
+        ("d1", "d2"),
+        "the simulator merges a searcher's suggestion into the param space as Tune's "
+        "`SearchGenerator` does; the function is marked deprecated",
+    ),
+    PrivateUse(
+        "ray.tune.trainable",
+        "wrap_function",
+        ("train_func",),
+        "the function trainable's class (a DeveloperAPI), subclassed for a `cleanup` that "
+        "aborts the group; a function trainable has no public stop hook",
+    ),
+    PrivateUse(
+        "ray.tune.schedulers",
+        "MedianStoppingRule._hard_stop",
+        None,
+        "whether the rule stops trials or pauses them, which decides actor reuse; the flag "
+        "has no public accessor",
+    ),
+    PrivateUse(
+        "ray.tune.schedulers",
+        "PopulationBasedTraining._exploit",
+        ("tune_controller", "trial", "trial_to_clone"),
+        "overridden to learn of each exploit (donor, iteration) and pin its checkpoint; PBT has "
+        "no public exploit callback",
+    ),
+    PrivateUse(
+        "ray.tune.schedulers",
+        "PopulationBasedTraining._trial_state",
+        None,
+        "PBT's per-trial state, read for the iteration an exploited trial restarts at",
+    ),
+    PrivateUse(
+        "ray.tune.schedulers.pbt",
+        "_PBTTrialState.last_train_time",
+        None,
+        "that iteration, in PBT's own time unit",
+    ),
+    PrivateUse(
+        "ray.tune.schedulers",
+        "PopulationBasedTraining._next_perturbation_sync",
+        None,
+        "the iteration synchronous PBT's next round waits for, read to learn that a result "
+        "completed a round (its trial then trains on instead of pausing); PBT tells no one",
+    ),
+    PrivateUse(
+        "ray.tune.execution.tune_controller",
+        "TuneController._actor_cache",
+        None,
+        "the trial actors Tune keeps for reuse, replaced by a cache that keeps as many idle "
+        "actors as trials run at once; Tune keeps one when no trial waits for an actor, and no "
+        "setting changes that",
+    ),
+    PrivateUse(
+        "ray.tune.execution.tune_controller",
+        "TrialRunnerWrapper._tune_controller",
+        None,
+        "the controller behind the wrapper that Tune hands a scheduler, whose actor cache that is",
+    ),
+    PrivateUse(
+        "ray.tune.utils.object_cache",
+        "_ObjectCache",
+        (),
+        "that cache's class, subclassed: `cache_object` and `flush_cached_objects` decide what "
+        "is kept",
+    ),
+    PrivateUse(
+        "ray.tune.utils.object_cache",
+        "_ObjectCache.cache_object",
+        ("key", "obj"),
+        "called by Tune when a trial pauses or ends, with the trial's resources as the key",
+    ),
+    PrivateUse(
+        "ray.tune.utils.object_cache",
+        "_ObjectCache.flush_cached_objects",
+        ("force_all",),
+        "called by Tune after every step, and with `force_all` when the experiment ends",
+    ),
+    PrivateUse(
+        "ray.train._internal.checkpoint_manager",
+        "_CheckpointManager._latest_checkpoint_result",
+        None,
+        "the checkpoint a paused trial restarts from, re-pointed to a copy of the donor's, "
+        "which the donor may delete before the recipient starts; PBT itself writes it so",
+    ),
+    PrivateUse(
+        "ray.train._internal.session",
+        "_TrainingResult.__init__",
+        ("checkpoint", "metrics"),
+        "the record that field holds",
+    ),
+    PrivateUse(
+        "ray.tune.result",
+        "RESULT_DUPLICATE",
+        None,
+        "the key Tune adds to the result it repeats when a function trainable returns; it is "
+        "no metric, and Tune's result keys have no public list (its value is "
+        "`sweeplab.keys.TUNE_DUPLICATE_RESULT_KEY`)",
+    ),
+    PrivateUse(
+        "ray.tune.tuner",
+        "Tuner._local_tuner",
+        None,
+        "a restored Tuner's own settings, unpickled from the experiment folder; a resumed "
+        "sweep wires its fresh callbacks and exploit hook into them, since `Tuner.restore` "
+        "takes neither and the pickled copies are inert",
+    ),
+    PrivateUse(
+        "ray.tune.impl.tuner_internal",
+        "TunerInternal._tune_config",
+        None,
+        "the restored TuneConfig, whose scheduler (PBT) gets the fresh exploit hook",
+    ),
+    PrivateUse(
+        "ray.tune.trainable.metadata",
+        "_TrainingRunMetadata.metric_analysis",
+        None,
+        "a trial's running statistics of each metric (min, max, averages of the last 5 and 10 "
+        "results), emptied when the trial ends: sweeplab never reads them, and at 10,000 "
+        "trials they held most of the driver's memory per trial; Tune has no switch for them",
+    ),
+    PrivateUse(
+        "ray.tune.trainable.metadata",
+        "_TrainingRunMetadata.metric_n_steps",
+        None,
+        "the windows of the last 5 and 10 values behind those averages, emptied with them",
+    ),
+    PrivateUse(
+        "ray.tune.registry",
+        "_global_registry",
+        None,
+        "Tune's registry of trainables, whose lookups a sweep caches while it runs: Tune reads "
+        "a trial's class from the GCS several times per trial, and has no setting to keep it",
+    ),
+    PrivateUse(
+        "ray.tune.registry",
+        "_Registry.get",
+        ("category", "key"),
+        "the lookup of a registered value, answered from the cache for trainable classes",
+    ),
+    PrivateUse(
+        "ray.tune.registry",
+        "_Registry.contains",
+        ("category", "key"),
+        "whether a value is registered, answered from the cache for trainable classes",
+    ),
+    PrivateUse(
+        "ray.tune.analysis.experiment_analysis",
+        "ExperimentAnalysis._fetch_trial_dataframes",
+        (),
+        "read at the end of `fit`: every trial's result.json into a pandas DataFrame, for "
+        "`Result.metrics_dataframe`; a sweep run by sweeplab reads no such frame, and no "
+        "argument of `Tuner`, `TuneConfig` or `RunConfig` turns the read off",
+    ),
+)
+
+
+def function_trainable_class(train_func: Callable[..., Any]) -> type:
+    """The Tune trainable class Tune itself would make of the function `train_func`."""
+    from ray.tune.trainable import wrap_function
+
+    return wrap_function(train_func)
+
+
+# --- Schedulers ----------------------------------------------------------------------------
+
+
+def median_rule_stops_hard(rule: Any) -> bool:
+    """Whether a `MedianStoppingRule` stops the trials it rules out (False: it pauses them).
+
+    A rule without the flag is taken to pause.
+    """
+    return getattr(rule, "_hard_stop", False) is True
+
+
+@functools.cache
+def pbt_with_exploit_hook() -> type:
+    """`PopulationBasedTraining` that calls `self.after_exploit(trial, donor)` after each exploit.
+
+    Subclasses define `after_exploit`; the trial then already has its new config and the
+    donor's checkpoint to restart from.
+    """
+    from ray.tune.schedulers import PopulationBasedTraining
+
+    class ExploitHookedPBT(PopulationBasedTraining):
+        def _exploit(self, tune_controller: Any, trial: Any, trial_to_clone: Any) -> None:
+            super()._exploit(tune_controller, trial, trial_to_clone)
+            self.after_exploit(trial, trial_to_clone)
+
+        def after_exploit(self, trial: Any, donor: Any) -> None:
+            pass
+
+    return ExploitHookedPBT
+
+
+def pbt_exploit_iteration(scheduler: Any, trial: Any) -> int:
+    """The iteration (PBT's time unit) at which an exploited `trial` restarts."""
+    return int(scheduler._trial_state[trial].last_train_time)
+
+
+def pbt_next_round(scheduler: Any) -> float:
+    """The iteration that synchronous PBT's next round waits for; it moves when a round ends."""
+    return float(scheduler._next_perturbation_sync)
+
+
+# --- The controller's actor cache ----------------------------------------------------------
+
+
+@functools.cache
+def _keep_up_to_cache() -> type:
+    """Tune's actor cache, keeping up to `keep` objects that no waiting trial asked for."""
+    from ray.tune.utils.object_cache import _ObjectCache
+
+    class KeepUpTo(_ObjectCache):
+        def __init__(self, keep: int) -> None:
+            super().__init__(may_keep_one=True)
+            self.keep = keep
+
+        def cache_object(self, key: Any, obj: Any) -> bool:
+            wanted = len(self._cached_objects[key]) < self._max_num_objects[key]
+            if not wanted and self._num_cached_objects >= self.keep:
+                return False
+            self._cached_objects[key].append(obj)
+            self._num_cached_objects += 1
+            return True
+
+        def flush_cached_objects(self, force_all: bool = False) -> Any:
+            if force_all:
+                yield from super().flush_cached_objects(force_all=True)
+                return
+            for key, objs in self._cached_objects.items():
+                wanted = self._max_num_objects[key]
+                while len(objs) > wanted and self._num_cached_objects > self.keep:
+                    self._num_cached_objects -= 1
+                    yield objs.pop(0)
+
+    return KeepUpTo
+
+
+def keep_idle_trial_actors(tune_controller: Any, up_to: int) -> None:
+    """Lets Tune keep up to `up_to` idle trial actors for paused trials to resume into.
+
+    Tune keeps a stopping trial's actor only for a trial that waits for one, or a single actor
+    when none waits. Where trials pause together (a PBT round's end, a HyperBand rung), a
+    second pause before the first resume stopped its actor, and the next resume started a new
+    process: a second or more, the trials one at a time meanwhile. `tune_controller` is what
+    Tune hands a scheduler (its wrapper of the controller). Idempotent and cheap once done: a
+    scheduler calls it at every step.
+    """
+    controller = getattr(tune_controller, "_tune_controller", tune_controller)
+    cache = controller._actor_cache
+    keep = max(1, up_to)
+    if getattr(cache, "keep", None) == keep:
+        return
+    replacement = _keep_up_to_cache()(keep)
+    replacement.__dict__.update(
+        {k: v for k, v in vars(cache).items() if k not in ("keep", "_may_keep_one")}
+    )
+    controller._actor_cache = replacement
+
+
+# --- A trial's restore checkpoint ----------------------------------------------------------
+
+
+def trial_restore_checkpoint(trial: Any) -> Any | None:
+    """The Tune checkpoint that `trial` restarts from, or None."""
+    latest = trial.run_metadata.checkpoint_manager._latest_checkpoint_result
+    return None if latest is None else latest.checkpoint
+
+
+def replace_trial_restore_checkpoint(trial: Any, path: str) -> None:
+    """Makes (paused) `trial` restart from the checkpoint at `path`, keeping its metrics."""
+    from ray.train._internal.session import _TrainingResult
+    from ray.tune import Checkpoint
+
+    manager = trial.run_metadata.checkpoint_manager
+    latest = manager._latest_checkpoint_result
+    manager._latest_checkpoint_result = _TrainingResult(
+        checkpoint=Checkpoint(path), metrics=latest.metrics if latest is not None else {}
+    )
+
+
+def rewire_restored_tuner(
+    tuner: Any, *, callbacks: list[Any], on_exploit: Callable[..., None] | None
+) -> None:
+    """Gives a restored Tuner fresh Tune callbacks and its scheduler a fresh exploit hook.
+
+    Tune pickles its run config (callbacks included) and its scheduler into the experiment
+    folder; the sinks they fed hold threads and clients, so their restored copies are inert.
+    A scheduler with an ``on_exploit`` hook (sweeplab's PBT) gets `on_exploit`.
+    """
+    internal = tuner._local_tuner
+    internal.get_run_config().callbacks = list(callbacks)
+    scheduler = internal._tune_config.scheduler
+    if hasattr(scheduler, "set_exploit_hook"):
+        scheduler.set_exploit_hook(on_exploit)
+
+
+def trial_error_text(trial: Any) -> str | None:
+    """The text of a Tune trial's error file (its traceback), or None when it has none."""
+    from pathlib import Path
+
+    try:
+        if trial.error_file and Path(trial.error_file).exists():
+            return Path(trial.error_file).read_text(errors="replace")
+    except OSError:
+        pass
+    return None
+
+
+# --- An ended trial's statistics ---------------------------------------------------------------
+
+
+def forget_trial_statistics(trial: Any) -> None:
+    """Empties Tune's running statistics of an ended trial's metrics.
+
+    Tune keeps, for every number in a trial's results, its min, max, mean and the averages of
+    its last 5 and 10 values, with the deques behind them, and their JSON for the experiment's
+    snapshots: about 40 objects per metric, kept for every trial to the end of the sweep. Only
+    Tune's `ExperimentAnalysis` reads them (its ``scope`` of a best trial), which sweeplab does
+    not use. A trial that runs again (a resumed errored trial) starts them anew, as Tune does
+    for a new metric.
+    """
+    metadata = getattr(trial, "run_metadata", None)
+    if metadata is not None and hasattr(metadata, "metric_n_steps"):
+        # Setting them through the object drops its cached JSON too.
+        metadata.metric_analysis = {}
+        metadata.metric_n_steps = {}
+
+
+# --- The trainable registry ------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def trainable_registry_cached() -> Iterator[None]:
+    """While a sweep runs: Tune's registry answers for trainable classes from a cache.
+
+    Tune looks a trial's trainable class up in its registry several times per trial (when it
+    creates the trial, its resources and its actor), and each lookup is a round trip to the
+    GCS's key-value store and, for the class, an unpickling. A sweep registers its trainable once,
+    before ``fit``, so the answers do not change while it runs: each name is read once. On these
+    2 cores that was about 7 ms of driver time per trial. Other registry categories are read as
+    before.
+    """
+    from ray.tune import registry
+
+    store = registry._global_registry
+    classes: dict[str, Any] = {}
+    get, contains = store.get, store.contains
+
+    def cached_get(category: str, key: str) -> Any:
+        if category != registry.TRAINABLE_CLASS:
+            return get(category, key)
+        if key not in classes:
+            classes[key] = get(category, key)
+        return classes[key]
+
+    def cached_contains(category: str, key: str) -> bool:
+        if category == registry.TRAINABLE_CLASS and key in classes:
+            return True
+        return bool(contains(category, key))
+
+    store.get, store.contains = cached_get, cached_contains
+    try:
+        yield
+    finally:
+        # The instance attributes shadowed the class's methods; removing them restores those.
+        del store.get, store.contains
+
+
+# --- The results of fit ---------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def trial_dataframes_not_read() -> Iterator[None]:
+    """While a sweep runs: the results ``Tuner.fit`` returns carry no ``metrics_dataframe``.
+
+    At its end ``fit`` reads every trial's ``result.json`` into a pandas DataFrame, one trial
+    after the other, and keeps them all in its ``ResultGrid``. A sweep reads its trials' results
+    from MLflow or from those files itself, so the frames were only time and memory: at the end
+    of a sweep of 3,000 short trials they were the driver's peak memory. Inside this context the
+    frames are not read (``Result.metrics_dataframe`` is None); the rest of each ``Result`` (its
+    last metrics, config, path, error and checkpoints) is as before.
+    """
+    from ray.tune.analysis.experiment_analysis import ExperimentAnalysis
+
+    read = ExperimentAnalysis._fetch_trial_dataframes
+
+    def not_read(self: Any) -> dict[str, Any]:
+        return {}
+
+    ExperimentAnalysis._fetch_trial_dataframes = not_read
+    try:
+        yield
+    finally:
+        ExperimentAnalysis._fetch_trial_dataframes = read
+
+
+def tune_flattener() -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Tune's function that gives a nested dict `a/b` keys, as Tune flattens a trial's config
+    and results (returned, not wrapped: the simulator calls it for every result)."""
+    from ray.tune.utils.util import flatten_dict
+
+    flatten: Callable[[dict[str, Any]], dict[str, Any]] = flatten_dict
+    return flatten
+
+
+def tune_merge(base: dict[str, Any], suggested: dict[str, Any]) -> dict[str, Any]:
+    """`suggested` merged into a copy of `base`, as Tune merges a searcher's suggestion into
+    the param space."""
+    from ray.tune.utils.util import merge_dicts
+
+    merged: dict[str, Any] = merge_dicts(base, suggested)
+    return merged
+
+
+# -------------------------------------------------------------------------------------------------
+# Ray Core state: placement groups with their creators, free resources per node, the head.
+# -------------------------------------------------------------------------------------------------
+
+_CLUSTER_USES: tuple[PrivateUse, ...] = (
+    PrivateUse(
+        "ray._private.state",
+        "state._connect_and_get_accessor",
+        (),
+        "the GCS placement-group table with each group's creator; the public "
+        "`placement_group_table()` and `ray.util.state` omit the creating actor",
+    ),
+    PrivateUse(
+        "ray._raylet",
+        "GlobalStateAccessor.get_placement_group_table",
+        (),
+        "the raw table rows",
+    ),
+    PrivateUse(
+        "ray.core.generated.gcs_pb2",
+        "PlacementGroupTableData.FromString",
+        (),
+        "decodes a row: a trainer group whose creating Train controller died with its node is "
+        "an orphan holding CPUs",
+    ),
+    *(
+        PrivateUse(
+            "ray.core.generated.gcs_pb2",
+            f"PlacementGroupTableData.{field}",
+            None,
+            "a field of that row",
+        )
+        for field in (
+            "placement_group_id",
+            "creator_actor_id",
+            "creator_actor_dead",
+            "is_detached",
+            "state",
+            "REMOVED",
+        )
+    ),
+    PrivateUse(
+        "ray._private.state",
+        "available_resources_per_node",
+        (),
+        "free resources of each node for `sweeplab status`; public Ray has cluster-wide "
+        "`ray.available_resources()` only (Ray's own tooling uses this)",
+    ),
+    PrivateUse(
+        "ray._common.constants",
+        "HEAD_NODE_RESOURCE_NAME",
+        None,
+        "the resource only the head node has, to find the head for the slots' hosts; "
+        "`ray.nodes()` does not say which node is the head, and `ray.util.state` needs the "
+        "dashboard",
+    ),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class PlacementGroupRecord:
+    """A placement group and who created it, as the GCS knows it."""
+
+    placement_group_id: bytes
+    creator_actor_id: bytes
+    creator_actor_dead: bool
+    is_detached: bool
+    removed: bool
+
+
+def placement_groups_with_creators() -> list[PlacementGroupRecord]:
+    """Every placement group of the connected cluster, with its creating actor."""
+    from ray._private.state import state
+    from ray.core.generated import gcs_pb2
+
+    table_data = gcs_pb2.PlacementGroupTableData
+    records = []
+    for raw in state._connect_and_get_accessor().get_placement_group_table():
+        info = table_data.FromString(raw)
+        records.append(
+            PlacementGroupRecord(
+                placement_group_id=info.placement_group_id,
+                creator_actor_id=info.creator_actor_id,
+                creator_actor_dead=info.creator_actor_dead,
+                is_detached=info.is_detached,
+                removed=info.state == table_data.REMOVED,
+            )
+        )
+    return records
+
+
+def free_resources_per_node() -> dict[str, Mapping[str, float]]:
+    """The free resources of each live node of the connected cluster, by node id (hex)."""
+    from ray._private.state import available_resources_per_node
+
+    return available_resources_per_node()
+
+
+def head_node_id() -> str:
+    """The head node's id, or the driver's node where no live node says it is the head."""
+    import ray
+    from ray._common.constants import HEAD_NODE_RESOURCE_NAME
+
+    for node in ray.nodes():
+        if node.get("Alive") and HEAD_NODE_RESOURCE_NAME in node.get("Resources", {}):
+            return str(node["NodeID"])
+    return str(ray.get_runtime_context().get_node_id())
+
+
+# -------------------------------------------------------------------------------------------------
+# The Optuna study and HyperOpt trials behind Tune's searchers, for warm-start trials.
+# -------------------------------------------------------------------------------------------------
+
+_SEARCHER_USES: tuple[PrivateUse, ...] = (
+    PrivateUse(
+        "ray.tune.search.optuna",
+        "OptunaSearch._ot_study",
+        None,
+        "the Optuna study, to add a warm-start trial; `add_evaluated_point` refuses "
+        "define-by-run spaces, and the searcher exposes no study",
+    ),
+    PrivateUse(
+        "ray.tune.search.hyperopt",
+        "HyperOptSearch._hpopt_trials",
+        None,
+        "HyperOpt's trials, to add a warm-start trial; the searcher has no public way to add one",
+    ),
+)
+
+
+def optuna_study(searcher: Any) -> Any:
+    """The `optuna.Study` behind a Tune `OptunaSearch` (None before its space is set)."""
+    return searcher._ot_study
+
+
+def hyperopt_trials(searcher: Any) -> Any:
+    """The `hyperopt.Trials` behind a Tune `HyperOptSearch`."""
+    return searcher._hpopt_trials
+
+
+# -------------------------------------------------------------------------------------------------
+# MLflow beyond its documented API: the store behind a client, name rules, REST requests.
+# MLflow documents `mlflow`, `mlflow.client`, `mlflow.entities` and the REST API. The tracking
+# writer and the bulk reads also need the store object behind a client, MLflow's own name
+# validation, its artifact URI joining and its authenticated REST requests, which live in
+# `mlflow.tracking` and `mlflow.utils`; each is a row here.
+# -------------------------------------------------------------------------------------------------
+
+_MLFLOW_USES: tuple[PrivateUse, ...] = (
+    PrivateUse(
+        "mlflow.tracking",
+        "_get_store",
+        ("store_uri",),
+        "the store object behind `MlflowClient(uri)` (the same cached instance), for "
+        "`SqlAlchemyStore.get_metric_history_bulk`; the client reads one run's history per call "
+        "and has no public accessor for its store (the name is in `mlflow.tracking.__all__`)",
+    ),
+    PrivateUse(
+        "mlflow.utils.validation",
+        "validate_param_and_metric_name",
+        ("name",),
+        "the bulk writer sends a name through MLflow's client when MLflow's validation would "
+        "reject it (so that MLflow reports it); the rule has no public function",
+    ),
+    PrivateUse(
+        "mlflow.utils.validation",
+        "path_not_unique",
+        ("name",),
+        "the other half of MLflow's name rule (no '..' or absolute paths)",
+    ),
+    PrivateUse(
+        "mlflow.utils.uri",
+        "append_to_uri_path",
+        ("uri",),
+        "a bulk-written run's artifact URI, joined as `SqlAlchemyStore.create_run` joins it",
+    ),
+    PrivateUse(
+        "mlflow.utils.credentials",
+        "get_default_host_creds",
+        ("store_uri",),
+        "the token, user and password MLflow's REST store sends, for the bulk history endpoint "
+        "that `MlflowClient` does not call",
+    ),
+    PrivateUse(
+        "mlflow.utils.rest_utils",
+        "http_request",
+        ("host_creds", "endpoint", "method"),
+        "a GET of `/ajax-api/2.0/mlflow/metrics/get-history-bulk` with MLflow's retries and "
+        "headers; no client method reads many runs' histories at once",
+    ),
+    PrivateUse(
+        "mlflow.utils.rest_utils",
+        "verify_rest_response",
+        ("response", "endpoint"),
+        "turns that request's error answer into MLflow's exception, as the REST store does",
+    ),
+)
+
+
+def tracking_store(uri: str) -> Any:
+    """The store object behind ``MlflowClient(uri)`` (MLflow's cached instance, no new engine)."""
+    from mlflow.tracking import _get_store
+
+    return _get_store(store_uri=uri)
+
+
+def mlflow_accepts_name(name: str) -> bool:
+    """Whether MLflow's validation accepts `name` as a metric, param or tag key (length aside)."""
+    from mlflow.utils.validation import path_not_unique, validate_param_and_metric_name
+
+    return bool(validate_param_and_metric_name(name)) and not path_not_unique(name)
+
+
+def run_artifact_uri(artifact_location: str, run_id: str) -> str:
+    """The artifact URI MLflow's SQL store gives a new run of an experiment at that location."""
+    from mlflow.utils.uri import append_to_uri_path
+
+    return str(append_to_uri_path(artifact_location, run_id, "artifacts"))
+
+
+def rest_get(uri: str, endpoint: str, params: dict[str, Any]) -> Any:
+    """The JSON answer of a GET of `endpoint` on the tracking server `uri`, as MLflow sends it.
+
+    Raises:
+        mlflow.exceptions.MlflowException: The server answered with an error.
+    """
+    from mlflow.utils.credentials import get_default_host_creds
+    from mlflow.utils.rest_utils import http_request, verify_rest_response
+
+    # The credentials and headers MLflow's own REST store sends (token, user and password).
+    response = http_request(get_default_host_creds(uri), endpoint, "GET", params=params)
+    return verify_rest_response(response, endpoint).json()
+
+
+PRIVATE_USES: tuple[PrivateUse, ...] = (
+    *_TRAIN_USES,
+    *_LOADER_USES,
+    *_TUNE_USES,
+    *_CLUSTER_USES,
+    *_SEARCHER_USES,
+    *_MLFLOW_USES,
+)
+
+
+def __getattr__(name: str) -> Any:
+    # `DistributedTrainFnUtils` imported from Ray on first use, so that importing this stays free.
+    if name == "DistributedTrainFnUtils":
+        from ray.train.v2._internal.execution.train_fn_utils import DistributedTrainFnUtils
+
+        return DistributedTrainFnUtils
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
