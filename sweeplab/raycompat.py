@@ -27,6 +27,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import importlib.abc
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -66,6 +68,7 @@ __all__ = [
     "rewire_restored_tuner",
     "route_train_calls_in_process",
     "run_artifact_uri",
+    "run_when_imported",
     "start_worker_from_checkpoint",
     "time_prepared_loader_fetches",
     "tracking_store",
@@ -351,6 +354,9 @@ _LOADER_USES: tuple[PrivateUse, ...] = (
 )
 
 
+_LOADER_MODULE = "ray.train.torch.train_loop_utils"
+
+
 def time_prepared_loader_fetches(
     *, on_epoch_start: Callable[[], None], on_fetch: Callable[[float, bool], None]
 ) -> None:
@@ -358,28 +364,69 @@ def time_prepared_loader_fetches(
 
     Call once per process. `on_epoch_start()` runs when such a loader's iteration starts;
     `on_fetch(seconds, exhausted)` after each fetch, with `exhausted` True once the epoch's data
-    is used up.
+    is used up. The loaders' module imports torch (1.5 s of CPU), so it is not imported here:
+    the loaders are patched now if it is already imported, else as soon as the trial imports it.
     """
-    from ray.train.torch.train_loop_utils import _WrappedDataLoader
 
-    fetch = _WrappedDataLoader._prefetch_next_batch
-    start = _WrappedDataLoader.__iter__
+    def patch(module: Any) -> None:
+        loader_class = module._WrappedDataLoader
+        fetch = loader_class._prefetch_next_batch
+        start = loader_class.__iter__
 
-    @functools.wraps(fetch)
-    def _prefetch_next_batch(self: Any) -> None:
-        began = time.perf_counter()
-        try:
-            fetch(self)
-        finally:
-            on_fetch(time.perf_counter() - began, self.next_batch is None)
+        @functools.wraps(fetch)
+        def _prefetch_next_batch(self: Any) -> None:
+            began = time.perf_counter()
+            try:
+                fetch(self)
+            finally:
+                on_fetch(time.perf_counter() - began, self.next_batch is None)
 
-    @functools.wraps(start)
-    def __iter__(self: Any) -> Any:
-        on_epoch_start()
-        return start(self)
+        @functools.wraps(start)
+        def __iter__(self: Any) -> Any:
+            on_epoch_start()
+            return start(self)
 
-    _WrappedDataLoader._prefetch_next_batch = _prefetch_next_batch
-    _WrappedDataLoader.__iter__ = __iter__
+        loader_class._prefetch_next_batch = _prefetch_next_batch
+        loader_class.__iter__ = __iter__
+
+    run_when_imported(_LOADER_MODULE, patch)
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs `then(module)` right after the module `name` is first imported, then steps aside."""
+
+    def __init__(self, name: str, then: Callable[[Any], None]) -> None:
+        self.name = name
+        self.then = then
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)  # the other finders find it; this runs once
+        for finder in sys.meta_path:
+            spec = getattr(finder, "find_spec", lambda *_: None)(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            exec_module, then = spec.loader.exec_module, self.then
+
+            def exec_then(module: Any) -> None:
+                exec_module(module)
+                then(module)
+
+            spec.loader.exec_module = exec_then
+        return spec
+
+
+def run_when_imported(name: str, then: Callable[[Any], None]) -> None:
+    """`then(module)` now if the module `name` is imported, else once it is, in this process."""
+    module = sys.modules.get(name)
+    if module is not None:
+        then(module)
+        return
+    sys.meta_path.insert(0, _AfterImport(name, then))
 
 
 def prepared_data_loader(loader: Any, device: Any) -> Any:

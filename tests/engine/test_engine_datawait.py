@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -11,7 +14,7 @@ from toy_spec import progress_rows
 from sweeplab.engine._datawait import METER, WaitMeter, install
 from sweeplab.engine._display import LiveTable
 from sweeplab.keys import DATA_WAIT_KEY
-from sweeplab.raycompat import prepared_data_loader
+from sweeplab.raycompat import prepared_data_loader, run_when_imported
 
 
 class FakeClock:
@@ -87,6 +90,50 @@ def test_prepared_loader_is_timed(delay: float, compute: float, low: float, high
     fraction = METER.take()
     assert fraction is not None
     assert low <= fraction <= high
+
+
+LAZY_PROBE = """
+import sys
+from sweeplab.engine._datawait import METER, install
+install()
+print("torch" in sys.modules)
+import torch
+from torch.utils.data import DataLoader
+from sweeplab.raycompat import prepared_data_loader
+METER.reset()
+loader = prepared_data_loader(DataLoader(list(range(8)), batch_size=2), torch.device("cpu"))
+print(sum(1 for _ in loader))
+print(METER.take() is not None)
+"""
+
+
+def test_timing_loaders_imports_no_torch_until_the_trial_does() -> None:
+    """A trial that never imports `ray.train.torch` pays nothing for the data-wait metric.
+
+    A one-worker trial actor used to import torch (1.5 s of CPU) at its start, for this patch.
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", LAZY_PROBE], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.split() == ["False", "4", "True"]
+
+
+def test_run_when_imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "late_pkg").mkdir()
+    (tmp_path / "late_pkg" / "__init__.py").write_text("")
+    (tmp_path / "late_pkg" / "mod.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    seen: list[int] = []
+    finders = len(sys.meta_path)
+    run_when_imported("late_pkg.mod", lambda module: seen.append(module.VALUE))
+    assert seen == []
+    importlib.import_module("late_pkg.mod")
+    assert seen == [1]
+    assert len(sys.meta_path) == finders  # the hook stepped aside
+    run_when_imported("late_pkg.mod", lambda module: seen.append(module.VALUE + 1))
+    assert seen == [1, 2]  # already imported: at once
+    for name in ("late_pkg.mod", "late_pkg"):
+        monkeypatch.delitem(sys.modules, name)
 
 
 def test_live_table_warns_when_data_dominates() -> None:
