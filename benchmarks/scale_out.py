@@ -1,7 +1,7 @@
 """Does one driver keep a cluster busy? Sleeping trials on a loopback Ray cluster of several nodes.
 
 python -m benchmarks.scale_out [--nodes 4] [--cpus 8] [--trials 96] [--reports 5] [--sleep 1]
-    [--out benchmarks/results/scale_out.json]
+    [--baseline REV [--pairs 1]] [--out benchmarks/results/scale_out.json]
 
 It starts a real Ray cluster on 127.0.0.1 (`ray start` per node, each with `--cpus` declared
 CPUs, so 4 x 8 = 32 one-CPU trials fit at once on a 2-core machine), then runs `sweeplab sweep
@@ -18,20 +18,25 @@ FIFO, random search, tracked into SQLite. From each trial's own wall-clock stamp
 
 Sleeping trials cost no CPU, so what the figures show is the engine's own cost per trial: the
 driver, Tune's event loop, the trial actors' start and the tracker.
+
+With `--baseline REV`, the same sweep also runs on sweeplab as of the git revision REV (a
+worktree put first on the nodes' and the driver's PYTHONPATH), in alternating order over
+`--pairs` pairs, each arm on a cluster of its own; the table then has one column per arm.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +132,23 @@ def _trial_spans(storage: Path) -> list[tuple[str, float, float]]:
     return spans
 
 
-def run(nodes: int, cpus: int, trials: int, reports: int, sleep: float) -> dict[str, Any]:
+def run(
+    nodes: int, cpus: int, trials: int, reports: int, sleep: float, code: Path | None = None
+) -> dict[str, Any]:
+    """One sweep on a new loopback cluster; `code`: a sweeplab checkout to run instead."""
+    saved_path = os.environ.get("PYTHONPATH")
+    if code is not None:  # the nodes and the driver take their environment from this process
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), saved_path]))
+    try:
+        return _run(nodes, cpus, trials, reports, sleep)
+    finally:
+        if saved_path is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved_path
+
+
+def _run(nodes: int, cpus: int, trials: int, reports: int, sleep: float) -> dict[str, Any]:
     from benchmarks._loopback import loopback_cluster
 
     slots = nodes * cpus
@@ -148,12 +169,17 @@ def run(nodes: int, cpus: int, trials: int, reports: int, sleep: float) -> dict[
             console.print(f"cluster up in {cluster_s:.1f} s; sweeping {trials} trials")
             launched = time.time()
             begin = time.perf_counter()
-            done = subprocess.run(
-                command, cwd=tmp, env=cluster.env, capture_output=True, text=True, timeout=3600
-            )
+            log = tmp / "sweep.log"
+            with log.open("w") as out:
+                sweep = subprocess.Popen(
+                    command, cwd=tmp, env=cluster.env, stdout=out, stderr=subprocess.STDOUT
+                )
+                # wait4: this sweep's own peak RSS, not the largest of all children so far.
+                _, status, usage = os.wait4(sweep.pid, 0)
+                sweep.returncode = os.waitstatus_to_exitcode(status)
             wall = time.perf_counter() - begin
-        if done.returncode != 0:
-            raise SystemExit(f"the sweep failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        if sweep.returncode != 0:
+            raise SystemExit(f"the sweep failed:\n{log.read_text()[-6000:]}")
         spans = _trial_spans(tmp / "runs")
     figures = slot_figures(spans, slots)
     ideal = trials * reports * sleep / slots
@@ -170,10 +196,48 @@ def run(nodes: int, cpus: int, trials: int, reports: int, sleep: float) -> dict[
         "ideal_s": round(ideal, 1),
         "wall_over_ideal": round(wall / ideal, 2),
         "first_start_after_s": round(min(start for _, start, _ in spans) - launched, 1),
-        # The sweep subprocess is the largest child that ended: the driver's peak RSS.
-        "driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
+        "driver_peak_rss_mb": round(usage.ru_maxrss / 1024),
         **{k: (round(v, 3) if isinstance(v, float) else v) for k, v in figures.items()},
     }
+
+
+FIGURES = (
+    "slots", "trials_seen", "actors", "sweep_wall_s", "ideal_s", "wall_over_ideal",
+    "utilisation", "actor_utilisation_median", "wait_median_s", "wait_p90_s",
+    "first_start_after_s", "driver_peak_rss_mb",
+)  # fmt: skip
+
+
+@contextlib.contextmanager
+def worktree(rev: str) -> Iterator[Path]:
+    """A detached git worktree of this repository at `rev`, removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="scale-out-base-") as tmp_name:
+        path = Path(tmp_name) / "sweeplab"
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(path), rev],
+            cwd=ROOT, check=True, capture_output=True,
+        )  # fmt: skip
+        try:
+            yield path
+        finally:
+            subprocess.run(
+                ["git", "worktree", "remove", "--force", str(path)], cwd=ROOT, capture_output=True
+            )
+
+
+def compare(args: argparse.Namespace) -> dict[str, Any]:
+    """This checkout and `args.baseline` side by side, in alternating order."""
+    arms: dict[str, list[dict[str, Any]]] = {"this": [], args.baseline: []}
+    with worktree(args.baseline) as base:
+        for pair in range(args.pairs):
+            order = ["this", args.baseline] if pair % 2 == 0 else [args.baseline, "this"]
+            for arm in order:
+                console.print(f"pair {pair + 1}/{args.pairs}: {arm}")
+                code = None if arm == "this" else base
+                arms[arm].append(
+                    run(args.nodes, args.cpus, args.trials, args.reports, args.sleep, code)
+                )
+    return {"arms": arms}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -183,21 +247,30 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--trials", type=int, default=96)
     parser.add_argument("--reports", type=int, default=5)
     parser.add_argument("--sleep", type=float, default=1.0, help="seconds per report")
+    parser.add_argument("--baseline", help="also run sweeplab as of this git revision")
+    parser.add_argument("--pairs", type=int, default=1, help="pairs of arms with --baseline")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/scale_out.json")
     args = parser.parse_args(argv)
     load_start = os.getloadavg()
-    result = run(args.nodes, args.cpus, args.trials, args.reports, args.sleep)
+    title = f"{args.trials} sleeping trials on {args.nodes} nodes x {args.cpus} CPUs"
+    if args.baseline:
+        result = compare(args)
+        columns = [
+            (f"{arm} #{i + 1}", figures)
+            for arm, runs in result["arms"].items()
+            for i, figures in enumerate(runs)
+        ]
+    else:
+        result = run(args.nodes, args.cpus, args.trials, args.reports, args.sleep)
+        columns = [("value", result)]
     result["machine"] = machine(load_start)
     result["when"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    table = Table(title=f"{args.trials} sleeping trials on {args.nodes} nodes x {args.cpus} CPUs")
+    table = Table(title=title)
     table.add_column("figure")
-    table.add_column("value", justify="right")
-    for key in (
-        "slots", "trials_seen", "actors", "sweep_wall_s", "ideal_s", "wall_over_ideal",
-        "utilisation", "actor_utilisation_median", "wait_median_s", "wait_p90_s",
-        "first_start_after_s", "driver_peak_rss_mb",
-    ):  # fmt: skip
-        table.add_row(key, str(result[key]))
+    for name, _ in columns:
+        table.add_column(name, justify="right")
+    for key in FIGURES:
+        table.add_row(key, *(str(figures[key]) for _, figures in columns))
     console.print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")

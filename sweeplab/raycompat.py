@@ -55,6 +55,7 @@ __all__ = [
     "install_train_fn_utils",
     "keep_idle_trial_actors",
     "lean_torch_trainer",
+    "let_starting_trial_actors_start",
     "median_rule_stops_hard",
     "mlflow_accepts_name",
     "optuna_study",
@@ -507,6 +508,43 @@ _TUNE_USES: tuple[PrivateUse, ...] = (
     ),
     PrivateUse(
         "ray.tune.execution.tune_controller",
+        "TuneController._maybe_reuse_cached_actor",
+        ("trial",),
+        "gives a waiting trial a cached actor and kills the actor already starting for it; "
+        "wrapped so that a starting actor is left to start (no setting turns the kill off)",
+    ),
+    PrivateUse(
+        "ray.tune.execution.tune_controller",
+        "TuneController._trial_to_actor",
+        None,
+        "the actor Tune requested for a trial, read to learn whether one is starting for it",
+    ),
+    PrivateUse(
+        "ray.tune.execution.tune_controller",
+        "TuneController._started_actors",
+        None,
+        "the actors that finished starting; an actor with resources that is not here is starting",
+    ),
+    PrivateUse(
+        "ray.tune.execution.tune_controller",
+        "TuneController._resetting_trials",
+        None,
+        "trials whose reused actor is being reset: Tune's own rule is kept for them",
+    ),
+    PrivateUse(
+        "ray.tune.execution.tune_controller",
+        "TuneController._actor_manager",
+        None,
+        "Tune's actor manager, which knows whether an actor has its resources",
+    ),
+    PrivateUse(
+        "ray.air.execution._internal.actor_manager",
+        "RayActorManager.is_actor_started",
+        ("tracked_actor",),
+        "true once an actor has its resources and its process is asked to start it",
+    ),
+    PrivateUse(
+        "ray.tune.execution.tune_controller",
         "TrialRunnerWrapper._tune_controller",
         None,
         "the controller behind the wrapper that Tune hands a scheduler, whose actor cache that is",
@@ -711,6 +749,38 @@ def keep_idle_trial_actors(tune_controller: Any, up_to: int) -> None:
         {k: v for k, v in vars(cache).items() if k not in ("keep", "_may_keep_one")}
     )
     controller._actor_cache = replacement
+
+
+@functools.cache
+def let_starting_trial_actors_start() -> None:
+    """Tune no longer kills a trial actor that is starting to give its trial a cached one.
+
+    When a trial ends and its actor is cached for reuse, Tune hands it to the next waiting
+    trial, and if that trial's own actor already has its resources and is starting, Tune
+    kills it. Where an actor takes longer to start than the gap between two trial ends (many
+    slots, short trials, or a busy node), every new actor is killed before it is ready: on the
+    loopback cluster of `benchmarks.scale_out`, 11 of 32 slots ever ran trials. With this, a
+    trial whose actor is starting waits for it, and the cached actor goes to a trial without
+    one. A trial whose actor still waits for resources gives it up as before. Process-wide,
+    once.
+    """
+    from ray.tune.execution.tune_controller import TuneController
+
+    reuse = TuneController._maybe_reuse_cached_actor
+
+    @functools.wraps(reuse)
+    def _maybe_reuse_cached_actor(self: Any, trial: Any) -> bool:
+        own = self._trial_to_actor.get(trial)
+        if (
+            own is not None
+            and trial not in self._resetting_trials
+            and self._actor_manager.is_actor_started(own)  # resources granted: it is starting
+            and own not in self._started_actors
+        ):
+            return False
+        return bool(reuse(self, trial))
+
+    TuneController._maybe_reuse_cached_actor = _maybe_reuse_cached_actor
 
 
 # --- A trial's restore checkpoint ----------------------------------------------------------

@@ -36,6 +36,10 @@ def build_tuner(
     from sweeplab.engine._divergence import DivergenceStopper
 
     sweep, run_dir = resolved.sweep, resolved.run_dir
+    if resolved.trial_mode.reuses_trial_actors:
+        from sweeplab.raycompat import let_starting_trial_actors_start
+
+        let_starting_trial_actors_start()
     trainable = make_trainable(trial_settings)
     tune_path = run_dir / "tune"
     if resume and tune.Tuner.can_restore(str(tune_path)):
