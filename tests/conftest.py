@@ -94,3 +94,10 @@ def _fresh_autoscaling_coordinator(request: pytest.FixtureRequest) -> Iterator[N
     except ValueError:
         return  # no trainer asked for resources
     ray.kill(coordinator)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that starts the shared local Ray is slow, marked or not: `make check` starts none."""
+    for item in items:
+        if "ray_local" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)

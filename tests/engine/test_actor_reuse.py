@@ -13,8 +13,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from sweeplab.engine import SweepOptions, run_sweep
 from sweeplab.spec import load_spec
+
+pytestmark = pytest.mark.slow
 
 SPEC = """
 import os

@@ -5,8 +5,12 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from sweeplab.engine import SweepOptions, run_sweep
 from sweeplab.spec import load_spec, spec_only_modules
+
+pytestmark = pytest.mark.slow
 
 HELPER = """
 import ray.train
