@@ -39,10 +39,13 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "MLFLOW_SCHEMA_USES",
     "PRIVATE_USES",
     "DistributedTrainFnUtils",
+    "MlflowSql",
     "PlacementGroupRecord",
     "PrivateUse",
+    "SchemaUse",
     "abort_train_controller",
     "current_train_context",
     "current_train_fn_utils",
@@ -1170,6 +1173,134 @@ def rest_get(uri: str, endpoint: str, params: dict[str, Any]) -> Any:
     # The credentials and headers MLflow's own REST store sends (token, user and password).
     response = http_request(get_default_host_creds(uri), endpoint, "GET", params=params)
     return verify_rest_response(response, endpoint).json()
+
+
+# MLflow's SQL schema. MLflow documents its REST API and its client, not the tables behind a SQL
+# store, which sweeplab writes in bulk (`tracking/_bulk.py`) and trims in a new store's template
+# (`tracking/_new_store.py`). Every statement on them is here; each table and column it names
+# is a row of `MLFLOW_SCHEMA_USES`, which a test checks against a store MLflow has just created.
+
+
+@dataclasses.dataclass(frozen=True)
+class SchemaUse:
+    """One table of MLflow's SQL store that sweeplab reads or writes, and its columns."""
+
+    table: str
+    columns: tuple[str, ...]
+    why: str
+
+
+MLFLOW_SCHEMA_USES: tuple[SchemaUse, ...] = (
+    SchemaUse(
+        "runs",
+        (
+            "run_uuid",
+            "name",
+            "source_type",
+            "source_name",
+            "entry_point_name",
+            "user_id",
+            "status",
+            "start_time",
+            "end_time",
+            "deleted_time",
+            "source_version",
+            "lifecycle_stage",
+            "artifact_uri",
+            "experiment_id",
+        ),
+        "a trial's child run, created, renamed and ended many at a time (MLflow's client "
+        "creates one run per call), and a sweep's child runs read in one query each",
+    ),
+    SchemaUse("tags", ("key", "value", "run_uuid"), "child runs' tags, set many runs at once"),
+    SchemaUse("params", ("key", "value", "run_uuid"), "child runs' parameters, in bulk"),
+    SchemaUse(
+        "metrics",
+        ("key", "value", "timestamp", "step", "is_nan", "run_uuid"),
+        "child runs' metric history, in bulk",
+    ),
+    SchemaUse(
+        "latest_metrics",
+        ("key", "value", "timestamp", "step", "is_nan", "run_uuid"),
+        "each metric's latest point, which MLflow keeps beside the history",
+    ),
+    SchemaUse(
+        "experiments",
+        ("experiment_id", "name"),
+        "the `Default` experiment, dropped from a new store's template (MLflow adds it back "
+        "with the copy's own artifact location), and an experiment found by name",
+    ),
+    SchemaUse("experiment_tags", ("experiment_id",), "the `Default` experiment's tags, dropped"),
+)
+
+
+# The sweep's child runs: active runs of the parent's experiment tagged with the parent's id.
+_SWEEP_CHILDREN = (
+    "SELECT r.run_uuid FROM runs AS r JOIN tags AS p ON p.run_uuid = r.run_uuid"
+    " WHERE r.experiment_id = :experiment AND r.lifecycle_stage = 'active'"
+    " AND p.key = :parent_key AND p.value = :parent"
+)
+
+
+class MlflowSql:
+    """The statements sweeplab runs on MLflow's tables, with SQLAlchemy's ``:name`` parameters."""
+
+    # A run's row as MLflow's create_run writes it (source type UNKNOWN, empty source fields).
+    INSERT_RUN = (
+        "INSERT INTO runs (run_uuid, name, source_type, source_name, entry_point_name,"
+        " user_id, status, start_time, end_time, deleted_time, source_version, lifecycle_stage,"
+        " artifact_uri, experiment_id) VALUES (:run_uuid, :name, 'UNKNOWN', '', '', :user_id,"
+        " :status, :start_time, :end_time, NULL, '', 'active', :artifact_uri, :experiment_id)"
+    )
+    INSERT_TAG = "INSERT INTO tags (key, value, run_uuid) VALUES (:key, :value, :run_uuid)"
+    DELETE_TAG = "DELETE FROM tags WHERE run_uuid = :run_uuid AND key = :key"
+    INSERT_PARAM = "INSERT INTO params (key, value, run_uuid) VALUES (:key, :value, :run_uuid)"
+    INSERT_METRIC = (
+        "INSERT INTO metrics (key, value, timestamp, step, is_nan, run_uuid)"
+        " VALUES (:key, :value, :timestamp, :step, :is_nan, :run_uuid)"
+    )
+    INSERT_LATEST = (
+        "INSERT INTO latest_metrics (key, value, timestamp, step, is_nan, run_uuid)"
+        " VALUES (:key, :value, :timestamp, :step, :is_nan, :run_uuid)"
+    )
+    DELETE_LATEST = "DELETE FROM latest_metrics WHERE run_uuid = :run_uuid AND key = :key"
+    SET_NAME = "UPDATE runs SET name = :name WHERE run_uuid = :run_uuid"
+    SET_STATUS = "UPDATE runs SET status = :status, end_time = :end_time WHERE run_uuid = :run_uuid"
+    RUN_EXPERIMENT = "SELECT experiment_id FROM runs WHERE run_uuid = :run_id"
+    # Completed by an expanding ``:values`` parameter.
+    LATEST_IN = "SELECT run_uuid, key, step, timestamp, value FROM latest_metrics WHERE run_uuid IN"
+    RUNS_IN = "SELECT run_uuid FROM runs WHERE run_uuid IN"
+    ACTIVE_RUNS_IN = "SELECT run_uuid FROM runs WHERE lifecycle_stage = 'active' AND run_uuid IN"
+    # A sweep's child runs and their tags, parameters and latest metrics (``:experiment``,
+    # ``:parent_key``, ``:parent``), the runs newest first as ``search_runs`` returns them.
+    CHILD_RUNS = (
+        "SELECT run_uuid, name, experiment_id, user_id, status, start_time, end_time,"
+        f" lifecycle_stage, artifact_uri FROM runs WHERE run_uuid IN ({_SWEEP_CHILDREN})"
+        " ORDER BY start_time DESC, run_uuid"
+    )
+    CHILD_TAGS = f"SELECT run_uuid, key, value FROM tags WHERE run_uuid IN ({_SWEEP_CHILDREN})"
+    CHILD_PARAMS = f"SELECT run_uuid, key, value FROM params WHERE run_uuid IN ({_SWEEP_CHILDREN})"
+    CHILD_METRICS = (
+        "SELECT run_uuid, key, value, timestamp, step, is_nan FROM latest_metrics"
+        f" WHERE run_uuid IN ({_SWEEP_CHILDREN})"
+    )
+    # For sqlite3: the latest sweep of an experiment, its best-trial tag (role key, role value,
+    # best key, experiment name).
+    LATEST_SWEEP_BEST = """
+SELECT best.value
+FROM runs AS r
+JOIN experiments AS e ON e.experiment_id = r.experiment_id
+JOIN tags AS role ON role.run_uuid = r.run_uuid AND role.key = ? AND role.value = ?
+LEFT JOIN tags AS best ON best.run_uuid = r.run_uuid AND best.key = ?
+WHERE e.name = ? AND r.lifecycle_stage = 'active'
+ORDER BY r.start_time DESC, r.run_uuid
+LIMIT 1
+"""
+    # For sqlite3, no parameters: a new store's template without MLflow's `Default` experiment.
+    DROP_DEFAULT_EXPERIMENT = (
+        "DELETE FROM experiment_tags WHERE experiment_id = 0",
+        "DELETE FROM experiments WHERE experiment_id = 0",
+    )
 
 
 PRIVATE_USES: tuple[PrivateUse, ...] = (

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
-from sweeplab.raycompat import mlflow_accepts_name, run_artifact_uri, tracking_store
+from sweeplab.raycompat import MlflowSql, mlflow_accepts_name, run_artifact_uri, tracking_store
 from sweeplab.tracking._history import HTTP_SCHEMES, SQL_SCHEMES, store_scheme
 
 __all__ = ["DATABASE_ENV", "BulkRun", "SqlBulk", "redacted", "sql_bulk"]
@@ -43,27 +43,6 @@ USER_TAG = "mlflow.user"
 MAX_KEY_LENGTH = 250  # mlflow.utils.validation.MAX_ENTITY_KEY_LENGTH
 # The backend store of a tracking server, for a sweep that logs through the server.
 DATABASE_ENV = "SWEEPLAB_TRACKING_DATABASE"
-# A run's row as MLflow's create_run writes it (source type UNKNOWN, empty source fields).
-_INSERT_RUN = (
-    "INSERT INTO runs (run_uuid, name, source_type, source_name, entry_point_name, user_id,"
-    " status, start_time, end_time, deleted_time, source_version, lifecycle_stage, artifact_uri,"
-    " experiment_id) VALUES (:run_uuid, :name, 'UNKNOWN', '', '', :user_id, :status,"
-    " :start_time, :end_time, NULL, '', 'active', :artifact_uri, :experiment_id)"
-)
-_INSERT_TAG = "INSERT INTO tags (key, value, run_uuid) VALUES (:key, :value, :run_uuid)"
-_DELETE_TAG = "DELETE FROM tags WHERE run_uuid = :run_uuid AND key = :key"
-_INSERT_PARAM = "INSERT INTO params (key, value, run_uuid) VALUES (:key, :value, :run_uuid)"
-_INSERT_METRIC = (
-    "INSERT INTO metrics (key, value, timestamp, step, is_nan, run_uuid)"
-    " VALUES (:key, :value, :timestamp, :step, :is_nan, :run_uuid)"
-)
-_INSERT_LATEST = (
-    "INSERT INTO latest_metrics (key, value, timestamp, step, is_nan, run_uuid)"
-    " VALUES (:key, :value, :timestamp, :step, :is_nan, :run_uuid)"
-)
-_DELETE_LATEST = "DELETE FROM latest_metrics WHERE run_uuid = :run_uuid AND key = :key"
-_SET_NAME = "UPDATE runs SET name = :name WHERE run_uuid = :run_uuid"
-_SET_STATUS = "UPDATE runs SET status = :status, end_time = :end_time WHERE run_uuid = :run_uuid"
 
 
 @dataclass
@@ -157,9 +136,7 @@ def _run_experiment(database: str, run_id: str | None) -> str | None:
     engine = create_engine(database)
     try:
         with engine.connect() as connection:
-            row = connection.execute(
-                text("SELECT experiment_id FROM runs WHERE run_uuid = :run_id"), {"run_id": run_id}
-            ).first()
+            row = connection.execute(text(MlflowSql.RUN_EXPERIMENT), {"run_id": run_id}).first()
     finally:
         engine.dispose()
     return None if row is None else str(row[0])
@@ -251,15 +228,15 @@ class SqlBulk:
                 )
         with self._engine.begin() as connection:
             if run_rows:
-                connection.execute(text(_INSERT_RUN), run_rows)
+                connection.execute(text(MlflowSql.INSERT_RUN), run_rows)
             if existing:
                 self._update_existing(connection, existing)
             if tag_rows:
-                connection.execute(text(_INSERT_TAG), tag_rows)
+                connection.execute(text(MlflowSql.INSERT_TAG), tag_rows)
             if param_rows:
-                connection.execute(text(_INSERT_PARAM), param_rows)
+                connection.execute(text(MlflowSql.INSERT_PARAM), param_rows)
             if metric_rows:
-                connection.execute(text(_INSERT_METRIC), metric_rows)
+                connection.execute(text(MlflowSql.INSERT_METRIC), metric_rows)
                 self._write_latest(connection, metric_rows, [run.run_id for run in existing])
 
     def _update_existing(self, connection: Any, runs: Sequence[BulkRun]) -> None:
@@ -268,22 +245,22 @@ class SqlBulk:
         tags = [row for run in runs for row in _rows(run.run_id, run.tags)]
         if tags:
             keys = [{"run_uuid": row["run_uuid"], "key": row["key"]} for row in tags]
-            connection.execute(text(_DELETE_TAG), keys)
-            connection.execute(text(_INSERT_TAG), tags)
+            connection.execute(text(MlflowSql.DELETE_TAG), keys)
+            connection.execute(text(MlflowSql.INSERT_TAG), tags)
         names = [
             {"run_uuid": run.run_id, "name": run.tags[RUN_NAME_TAG]}
             for run in runs
             if RUN_NAME_TAG in run.tags
         ]
         if names:
-            connection.execute(text(_SET_NAME), names)
+            connection.execute(text(MlflowSql.SET_NAME), names)
         ended = [
             {"run_uuid": run.run_id, "status": run.terminal, "end_time": run.end_time}
             for run in runs
             if run.terminal is not None
         ]
         if ended:
-            connection.execute(text(_SET_STATUS), ended)
+            connection.execute(text(MlflowSql.SET_STATUS), ended)
 
     def _write_latest(
         self, connection: Any, metric_rows: Iterable[dict[str, Any]], existing: Sequence[str]
@@ -298,7 +275,7 @@ class SqlBulk:
             if pair not in latest or _order(row) > _order(latest[pair]):
                 latest[pair] = row
         stored: dict[tuple[str, str], tuple[Any, ...]] = {}
-        query = "SELECT run_uuid, key, step, timestamp, value FROM latest_metrics WHERE run_uuid IN"
+        query = MlflowSql.LATEST_IN
         for run_uuid, key, step, timestamp, value in _select_in(connection, query, existing):
             stored[(run_uuid, key)] = (step, timestamp, value)
         replaced, written = [], []
@@ -309,14 +286,13 @@ class SqlBulk:
                 if old is not None:
                     replaced.append({"run_uuid": pair[0], "key": pair[1]})
         if replaced:
-            connection.execute(text(_DELETE_LATEST), replaced)
+            connection.execute(text(MlflowSql.DELETE_LATEST), replaced)
         if written:
-            connection.execute(text(_INSERT_LATEST), written)
+            connection.execute(text(MlflowSql.INSERT_LATEST), written)
 
     def existing(self, run_ids: Sequence[str], *, active: bool = False) -> set[str]:
         """Which of `run_ids` are runs of the store (with `active`, runs not deleted)."""
-        query = "SELECT run_uuid FROM runs WHERE "
-        query += "lifecycle_stage = 'active' AND run_uuid IN" if active else "run_uuid IN"
+        query = MlflowSql.ACTIVE_RUNS_IN if active else MlflowSql.RUNS_IN
         with self._engine.connect() as connection:
             return {row[0] for row in _select_in(connection, query, run_ids)}
 

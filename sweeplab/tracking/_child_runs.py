@@ -17,31 +17,13 @@ import logging
 from collections import defaultdict
 from typing import Any
 
-from sweeplab.raycompat import tracking_store
+from sweeplab.raycompat import MlflowSql, tracking_store
 from sweeplab.tracking._flusher import PARENT_TAG
 from sweeplab.tracking._history import SQL_SCHEMES, store_scheme
 
 __all__ = ["child_runs_from_tables"]
 
 logger = logging.getLogger(__name__)
-
-# The sweep's child runs: active runs of the parent's experiment tagged with the parent's id.
-_CHILDREN = (
-    "SELECT r.run_uuid FROM runs AS r JOIN tags AS p ON p.run_uuid = r.run_uuid"
-    " WHERE r.experiment_id = :experiment AND r.lifecycle_stage = 'active'"
-    " AND p.key = :parent_key AND p.value = :parent"
-)
-_RUNS = (
-    "SELECT run_uuid, name, experiment_id, user_id, status, start_time, end_time,"
-    f" lifecycle_stage, artifact_uri FROM runs WHERE run_uuid IN ({_CHILDREN})"
-    " ORDER BY start_time DESC, run_uuid"
-)
-_TAGS = f"SELECT run_uuid, key, value FROM tags WHERE run_uuid IN ({_CHILDREN})"
-_PARAMS = f"SELECT run_uuid, key, value FROM params WHERE run_uuid IN ({_CHILDREN})"
-_METRICS = (
-    "SELECT run_uuid, key, value, timestamp, step, is_nan FROM latest_metrics"
-    f" WHERE run_uuid IN ({_CHILDREN})"
-)
 
 
 def child_runs_from_tables(uri: str, parent: Any) -> list[Any] | None:
@@ -71,13 +53,13 @@ def _read(engine: Any, parent: Any) -> list[Any]:
     params: dict[str, list[Any]] = defaultdict(list)
     metrics: dict[str, list[Any]] = defaultdict(list)
     with engine.connect() as connection:
-        runs = connection.execute(text(_RUNS), bound).all()
-        for run_id, key, value in connection.execute(text(_TAGS), bound):
+        runs = connection.execute(text(MlflowSql.CHILD_RUNS), bound).all()
+        for run_id, key, value in connection.execute(text(MlflowSql.CHILD_TAGS), bound):
             tags[run_id].append(RunTag(key, value))
-        for run_id, key, value in connection.execute(text(_PARAMS), bound):
+        for run_id, key, value in connection.execute(text(MlflowSql.CHILD_PARAMS), bound):
             params[run_id].append(Param(key, value))
         for run_id, key, value, timestamp, step, is_nan in connection.execute(
-            text(_METRICS), bound
+            text(MlflowSql.CHILD_METRICS), bound
         ):
             value = float("nan") if is_nan else value
             metrics[run_id].append(Metric(key, value, timestamp, step))

@@ -34,6 +34,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
+from sweeplab.raycompat import MlflowSql
 from sweeplab.tracking._read import resolve_tracking_uri
 from sweeplab.tracking._sqlite import sqlite_store_path, write_ahead_log
 
@@ -87,8 +88,8 @@ def _build_template(path: Path) -> None:
         # Any read opens the store, and opening an empty file runs the migrations.
         mlflow.MlflowClient(tracking_uri=f"sqlite:///{work}").search_experiments()
         with contextlib.closing(sqlite3.connect(work)) as db:
-            db.execute("DELETE FROM experiment_tags WHERE experiment_id = 0")
-            db.execute("DELETE FROM experiments WHERE experiment_id = 0")
+            for statement in MlflowSql.DROP_DEFAULT_EXPERIMENT:
+                db.execute(statement)
             db.commit()
             db.execute("VACUUM")
         # Another process may have built it meanwhile: either copy is the same.

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeplab.keys import BEST_TAG, ROLE_SWEEP, ROLE_TAG
+from sweeplab.raycompat import MlflowSql
 
 __all__ = ["LATEST_FIRST", "SWEEP_FILTER", "quick_best", "quick_tracking_uri"]
 
@@ -47,16 +48,6 @@ _CREDENTIAL_VARIABLES = (
     "MLFLOW_TRACKING_AUTH",
 )
 
-_LATEST_SWEEP_SQL = """
-SELECT best.value
-FROM runs AS r
-JOIN experiments AS e ON e.experiment_id = r.experiment_id
-JOIN tags AS role ON role.run_uuid = r.run_uuid AND role.key = ? AND role.value = ?
-LEFT JOIN tags AS best ON best.run_uuid = r.run_uuid AND best.key = ?
-WHERE e.name = ? AND r.lifecycle_stage = 'active'
-ORDER BY r.start_time DESC, r.run_uuid
-LIMIT 1
-"""
 # Set, MLflow scopes experiments by workspace (its workspace-aware stores): read through it then.
 _WORKSPACE_VARIABLES = (
     "MLFLOW_ENABLE_WORKSPACES",
@@ -112,7 +103,7 @@ def _sqlite_best_tag(uri: str, name: str) -> str | None:
     target = "file:" + urllib.request.pathname2url(str(path)) + "?mode=ro"
     with contextlib.closing(sqlite3.connect(target, uri=True, timeout=10)) as connection:
         row = connection.execute(
-            _LATEST_SWEEP_SQL, (ROLE_TAG, ROLE_SWEEP, BEST_TAG, name)
+            MlflowSql.LATEST_SWEEP_BEST, (ROLE_TAG, ROLE_SWEEP, BEST_TAG, name)
         ).fetchone()
     return None if row is None else row[0]
 
