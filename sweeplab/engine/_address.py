@@ -7,15 +7,11 @@ head's port answers in milliseconds, so a typo fails at once with one line (exit
 
 from __future__ import annotations
 
-import socket
-
+from sweeplab._net import no_answer
 from sweeplab.errors import AddressError
 
 __all__ = ["check_address"]
 
-# How long the head's port may take to accept a connection; a live head answers in
-# milliseconds, even across a data centre.
-CONNECT_TIMEOUT_S = 5.0
 _SCHEMES = ("ray://",)
 _PASSED_TO_RAY = ("auto", "local")  # Ray resolves these itself (a running local cluster, a new one)
 
@@ -42,14 +38,9 @@ def check_address(address: str) -> None:
             f"1..65535, but got {address!r}."
         )
     port = int(port_text)
-    try:
-        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S):
-            pass
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        if isinstance(exc, TimeoutError):
-            reason = f"no answer within {CONNECT_TIMEOUT_S:g} s"
+    reason = no_answer(host, port)
+    if reason is not None:
         raise AddressError(
             f"no Ray cluster answers at --address {address} ({reason}); start one with "
             f"`ray start --head --port={port}` on {host}, or check the address."
-        ) from None
+        )

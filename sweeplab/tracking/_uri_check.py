@@ -10,18 +10,16 @@ the server's port answers in milliseconds, so a typo fails at once with one line
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from sweeplab._net import no_answer
 from sweeplab.tracking._bulk import redacted
 from sweeplab.tracking._sqlite import sqlite_store_path
 from sweeplab.tracking._tracker import TrackingError
 
 __all__ = ["check_tracking_uri"]
 
-# How long a server's port may take to accept a connection.
-CONNECT_TIMEOUT_S = 5.0
 # The stores MLflow's tracking client opens, by scheme (a SQL scheme may name its driver:
 # ``postgresql+psycopg``), and the port a server of that kind listens on when none is given.
 _SERVERS = {"http": 80, "https": 443, "postgresql": 5432, "mysql": 3306, "mssql": 1433}
@@ -64,17 +62,12 @@ def check_tracking_uri(uri: str | None) -> None:
         port = parts.port or _SERVERS[kind]
     except ValueError:
         raise TrackingError(f"--tracking-uri {shown!r}: the port is not a number.") from None
-    try:
-        with socket.create_connection((parts.hostname, port), timeout=CONNECT_TIMEOUT_S):
-            pass
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        if isinstance(exc, TimeoutError):
-            reason = f"no answer within {CONNECT_TIMEOUT_S:g} s"
+    reason = no_answer(parts.hostname, port)
+    if reason is not None:
         what = "MLflow tracking server" if kind in ("http", "https") else f"{kind} database"
         raise TrackingError(
             f"no {what} answers at --tracking-uri {shown} ({reason}); start it, or check the URI."
-        ) from None
+        )
 
 
 def _check_sqlite(path: str | None, shown: str) -> None:
