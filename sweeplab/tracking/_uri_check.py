@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from sweeplab._net import no_answer
 from sweeplab.tracking._bulk import redacted
+from sweeplab.tracking._history import store_scheme
 from sweeplab.tracking._sqlite import sqlite_store_path
 from sweeplab.tracking._tracker import TrackingError
 
@@ -44,7 +45,7 @@ def check_tracking_uri(uri: str | None) -> None:
         return
     parts = urlsplit(uri)
     scheme = parts.scheme.lower()
-    kind = scheme.split("+", 1)[0]
+    kind = store_scheme(uri)
     if not scheme or (len(scheme) == 1 and os.name == "nt"):  # a path (C:\... on Windows)
         return
     shown = redacted(uri)
