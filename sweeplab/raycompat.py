@@ -328,37 +328,36 @@ def transform_reported_metrics(transform: Callable[[dict[str, Any]], dict[str, A
 # The loaders `ray.train.torch.prepare_data_loader` returns, timed for the data-wait metric.
 # -------------------------------------------------------------------------------------------------
 
+_LOADER_MODULE = "ray.train.torch.train_loop_utils"
+
 _LOADER_USES: tuple[PrivateUse, ...] = (
     PrivateUse(
-        "ray.train.torch.train_loop_utils",
+        _LOADER_MODULE,
         "_WrappedDataLoader._prefetch_next_batch",
         (),
         "the synchronous batch fetch of every prepared loader, timed for the data-wait metric; "
         "`prepare_data_loader` has no public hook",
     ),
     PrivateUse(
-        "ray.train.torch.train_loop_utils",
+        _LOADER_MODULE,
         "_WrappedDataLoader.__iter__",
         (),
         "the start of an epoch, where the data-wait window opens",
     ),
     PrivateUse(
-        "ray.train.torch.train_loop_utils",
+        _LOADER_MODULE,
         "_WrappedDataLoader.next_batch",
         None,
         "None once the epoch's data is exhausted: the data-wait window closes",
     ),
     PrivateUse(
-        "ray.train.torch.train_loop_utils",
+        _LOADER_MODULE,
         "_WrappedDataLoader.__init__",
         ("base_dataloader", "device", "auto_transfer"),
         "builds the loader `prepare_data_loader` returns outside a Train worker, so a fast "
         "test can time its fetches; `prepare_data_loader` needs a Train session",
     ),
 )
-
-
-_LOADER_MODULE = "ray.train.torch.train_loop_utils"
 
 
 def time_prepared_loader_fetches(
