@@ -17,7 +17,7 @@ from sweeplab._numbers import diverged
 from sweeplab.engine._callbacks import SweepCallback, TrialView
 from sweeplab.engine._heap import HeapTrimmer
 from sweeplab.keys import ITERATION_KEY
-from sweeplab.raycompat import forget_trial_statistics, trial_error_text
+from sweeplab.raycompat import NewTrials, forget_trial_statistics, trial_error_text
 
 if TYPE_CHECKING:
     from sweeplab.tracking import SweepTracker
@@ -67,7 +67,7 @@ class SweepEvents(Callback):
         self._trials: dict[str, Any] = {}
         self._latest: dict[str, Mapping[str, Any]] = {}
         self._stopped_at_result: dict[str, bool] = {}
-        self._listed = 0  # how many of Tune's trials `on_step_begin` has seen
+        self._new = NewTrials()
         self.heap = HeapTrimmer()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -104,13 +104,18 @@ class SweepEvents(Callback):
             callback.on_trial_add(view)
 
     def on_step_begin(self, iteration: int, trials: list[Any], **info: Any) -> None:
-        # Tune appends each new trial to this list and never removes one (a retried trial moves
-        # to its end): only the trials after those seen are new. At 10,000 trials a pass over
-        # the whole list at every step was quadratic in the sweep's length.
-        for trial in trials[self._listed :]:
+        for trial in self._new.since_last(trials):
             self._add(trial)
-        self._listed = len(trials)
         self.heap.maybe_trim()
+
+    def on_trials_released(self, trials: list[Any]) -> None:
+        """Tune's controller lets these ended trials go (`raycompat.ended_trials_released`):
+        no event comes for them any more, so their state here goes too."""
+        self._new.released(trials)
+        for trial in trials:
+            self._trials.pop(trial.trial_id, None)
+            self._latest.pop(trial.trial_id, None)
+            self._stopped_at_result.pop(trial.trial_id, None)
 
     def on_trial_start(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         self._add(trial)

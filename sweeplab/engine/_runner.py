@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import itertools
 import time
 from collections.abc import Sequence
 from math import inf
@@ -32,8 +33,13 @@ from sweeplab.engine._sinks import live, wire_sinks
 from sweeplab.engine._tuner import build_tuner, slot_names, start_slots, write_json
 from sweeplab.engine._warm import WarmStartPlan, plan_warm_start
 from sweeplab.errors import SpecError, SweeplabError
-from sweeplab.raycompat import trainable_registry_cached, trial_dataframes_not_read
+from sweeplab.raycompat import (
+    ended_trials_released,
+    trainable_registry_cached,
+    trial_dataframes_not_read,
+)
 from sweeplab.spec import Sweep
+from sweeplab.strategies import scheduler_traits
 
 __all__ = ["DEFAULT_STORAGE", "SweepOptions", "SweepOutcome", "run_sweep", "start_local_ray"]
 
@@ -200,15 +206,20 @@ def _run_on_ray(
             tracking = True
             if warm_start is not None:
                 tracker.log_warm_start(warm_start.source, warm_start.to_dict())
+        sweep = resolved.sweep
+        traits = scheduler_traits(sweep.scheduler, declared=sweep.scheduler_traits)
         with (
             live(sinks.table, options.live),
             tune_logs_without_tensorboard(),
             trainable_registry_cached(),
             trial_dataframes_not_read(),
+            # A scheduler that only stops trials never comes back to an ended one.
+            ended_trials_released(enabled=not (traits.pauses or traits.exploits)) as released,
         ):
             results = tuner.fit()
-        errored = sum(1 for r in results if r.error is not None)
-        status = "FAILED" if errored == len(results) else "FINISHED"
+        errored = sum(1 for r in results if r.error is not None)  # errored trials stay in Tune
+        trials = len(results) + len(released)
+        status = "FAILED" if errored == trials else "FINISHED"
     except KeyboardInterrupt:
         status = "KILLED"
         raise
@@ -219,7 +230,7 @@ def _run_on_ray(
             close_slots(hosts)
         summary = tracker.finish(status=status) if tracker is not None and tracking else None
     if summary is None:
-        summary = rank_untracked(resolved, results)
+        summary = rank_untracked(resolved, itertools.chain(results, released.results()))
     outcome = SweepOutcome(
         sweep=resolved.sweep,
         resolved=resolved,
@@ -229,7 +240,7 @@ def _run_on_ray(
         plan=plan,
         wall_s=time.monotonic() - started,
         errored=errored,
-        trials=len(results),
+        trials=trials,
         diverged=sum(1 for trial in summary.trials if trial.status == "diverged"),
         warm_start=warm_start,
         warnings=tuple(w for w in [sinks.table.data_wait_warning()] if w),

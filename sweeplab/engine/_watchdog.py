@@ -138,9 +138,11 @@ class StallWatchdog(Callback):
 
     def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         self._activity()
+        self._last_report.pop(trial.trial_id, None)  # only unfinished trials are described
 
     def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         self._activity()
+        self._last_report.pop(trial.trial_id, None)
 
     def on_step_begin(self, iteration: int, trials: list[Any], **info: Any) -> None:
         now = self._now()

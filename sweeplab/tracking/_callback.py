@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ray.tune import Callback
 
-from sweeplab.raycompat import trial_error_text
+from sweeplab.raycompat import NewTrials, trial_error_text
 
 if TYPE_CHECKING:
     from sweeplab.tracking._tracker import SweepTracker
@@ -29,22 +29,23 @@ class MlflowTrialCallback(Callback):
 
     def __init__(self, tracker: SweepTracker | None) -> None:
         self._tracker = tracker
-        self._listed = 0  # how many of Tune's trials `on_step_begin` has seen
+        self._new = NewTrials()
 
     def __getstate__(self) -> dict[str, Any]:
         return {}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._tracker = None
-        self._listed = 0
+        self._new = NewTrials()
 
     def on_step_begin(self, iteration: int, trials: list[Any], **info: Any) -> None:
-        # Tune only appends to this list (a retried trial moves to its end): the new trials are
-        # those after the ones seen, and a pass over all of them at every step is quadratic.
-        if self._tracker is not None:
-            for trial in trials[self._listed :]:
+        for trial in self._new.since_last(trials):
+            if self._tracker is not None:
                 self._tracker.trial_added(trial)
-        self._listed = len(trials)
+
+    def on_trials_released(self, trials: list[Any]) -> None:
+        """Tune's controller lets these ended trials go (`raycompat.ended_trials_released`)."""
+        self._new.released(trials)
 
     def on_trial_start(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         if self._tracker is not None:
