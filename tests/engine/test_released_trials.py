@@ -81,7 +81,15 @@ def _snapshot_trials(run_dir: Path) -> list[dict[str, Any]]:
     entries = json.loads(state.read_text())["trial_data"]
     analysis = ExperimentAnalysis(str(run_dir / "tune"))
     assert len(analysis.trials) == len(entries)
-    return [{"status": t.status, "config": t.config} for t in analysis.trials]
+    return [
+        {
+            "status": t.status,
+            "config": t.config,
+            "path": t.path,
+            "iterations": (t.last_result or {}).get("training_iteration"),
+        }
+        for t in analysis.trials
+    ]
 
 
 def test_an_untracked_sweep_counts_and_ranks_its_released_trials(
@@ -99,6 +107,12 @@ def test_an_untracked_sweep_counts_and_ranks_its_released_trials(
     assert len(snapshot) == TRIALS
     assert sorted(t["status"] for t in snapshot) == ["ERROR"] + ["TERMINATED"] * (TRIALS - 1)
     assert {t["config"]["x"] for t in snapshot} == {t.config["x"] for t in outcome.summary.trials}
+    # The released trials' files moved from Tune's staging folder to the run folder, complete:
+    # each trial's result.json there has a line for every result Tune recorded.
+    for trial in snapshot:
+        if trial["status"] == "TERMINATED":
+            lines = (Path(trial["path"]) / "result.json").read_text().splitlines()
+            assert len(lines) == trial["iterations"] >= 1, trial
 
 
 def test_a_tracked_sweep_records_every_released_trial(

@@ -39,3 +39,33 @@ def test_released_trials_before_the_new_ones_do_not_hide_them() -> None:
     trials[:] = [b]
     trials.append(d)
     assert new.since_last(trials) == [d]
+
+
+@pytest.mark.parametrize("live", [[], [("live-trial", "live-metadata")]], ids=["alone", "after"])
+@pytest.mark.parametrize("chunk", [7, 1 << 16])
+def test_released_entries_are_written_as_json_array_elements(
+    live: list[tuple[str, str]], chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+    import json
+
+    monkeypatch.setattr(raycompat.ReleasedTrials, "_CHUNK", chunk)  # chunks that split entries
+    released = raycompat.ReleasedTrials()
+    entries = [(json.dumps({"id": str(i), "note": "é\n"}), f"metadata {i}") for i in range(50)]
+    for i, entry in enumerate(entries):
+        released.add(f"/runs/trial_{i}", entry)
+    out = io.StringIO()
+    out.write("[" + ", ".join(json.dumps(list(entry)) for entry in live))
+    released.write_entries(out, after_others=bool(live))
+    out.write("]")
+    assert json.loads(out.getvalue()) == [list(e) for e in live + entries]
+    assert len(released) == 50
+    assert [json.loads(line) for line in released.lines()] == [list(e) for e in entries]
+
+
+def test_no_released_entry_writes_nothing() -> None:
+    import io
+
+    out = io.StringIO()
+    raycompat.ReleasedTrials().write_entries(out, after_others=True)
+    assert out.getvalue() == ""
