@@ -12,7 +12,9 @@ beside its functions:
 - placement groups with their creators, free resources per node, the head node;
 - the Optuna study and HyperOpt trials behind Tune's searchers;
 - the tracking store behind an `MlflowClient`, MLflow's name rule, artifact URIs and REST
-  requests, for bulk reads and writes.
+  requests, for bulk reads and writes;
+- the C library's functions called through ``ctypes`` (:data:`LIBC_USES`), which no Python
+  module wraps.
 
 ``tests/raycompat/test_raycompat.py`` imports each row's symbol and checks the parameters
 sweeplab passes, so a Ray upgrade that moves one fails that fast test, not a sweep.
@@ -43,10 +45,12 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "LIBC_USES",
     "MLFLOW_SCHEMA_USES",
     "PRIVATE_USES",
     "RELEASE_HOOK",
     "DistributedTrainFnUtils",
+    "LibcUse",
     "MlflowSql",
     "NewTrials",
     "PlacementGroupRecord",
@@ -68,6 +72,7 @@ __all__ = [
     "keep_idle_trial_actors",
     "lean_torch_trainer",
     "let_starting_trial_actors_start",
+    "libc_function",
     "median_rule_stops_hard",
     "mlflow_accepts_name",
     "optuna_study",
@@ -1721,6 +1726,49 @@ LIMIT 1
         "DELETE FROM experiment_tags WHERE experiment_id = 0",
         "DELETE FROM experiments WHERE experiment_id = 0",
     )
+
+
+# -------------------------------------------------------------------------------------------------
+# The C library, through ctypes: Linux functions that no Python module wraps.
+# -------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class LibcUse:
+    """One C library function sweeplab calls through ``ctypes``, and why."""
+
+    function: str
+    why: str
+
+
+LIBC_USES: tuple[LibcUse, ...] = (
+    LibcUse(
+        "malloc_trim",
+        "gives the freed pages of the driver's heap back to the system while a sweep runs "
+        "(`engine/_heap.py`); glibc keeps them in its arenas, and Python has no call for it",
+    ),
+    LibcUse(
+        "prctl",
+        "makes the report server's guard a child subreaper (`PR_SET_CHILD_SUBREAPER`), so it "
+        "reaps the server's orphaned workers (`report/_ui.py`); the `os` module has no prctl",
+    ),
+)
+
+
+def libc_function(name: str) -> Callable[..., Any] | None:
+    """The C library's function `name` (a row of :data:`LIBC_USES`), or None off Linux or
+    where the C library lacks it (musl has no ``malloc_trim``)."""
+    if name not in {use.function for use in LIBC_USES}:
+        raise ValueError(f"{name} is not a row of LIBC_USES")
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        function: Callable[..., Any] = getattr(ctypes.CDLL(None, use_errno=True), name)
+    except (OSError, AttributeError):
+        return None
+    return function
 
 
 PRIVATE_USES: tuple[PrivateUse, ...] = (

@@ -10,26 +10,14 @@ system (RSS 432 MB to 312 MB at that point). :class:`HeapTrimmer` calls it at mo
 
 from __future__ import annotations
 
-import ctypes
-import sys
 import time
 from collections.abc import Callable
-from typing import Any
+
+from sweeplab.raycompat import libc_function
 
 __all__ = ["HeapTrimmer"]
 
 TRIM_EVERY_S = 10.0
-
-
-def _malloc_trim() -> Callable[[int], Any] | None:
-    """glibc's ``malloc_trim``, or None where the C library has none."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        trim: Callable[[int], Any] = ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return None
-    return trim
 
 
 class HeapTrimmer:
@@ -43,7 +31,7 @@ class HeapTrimmer:
     def __init__(
         self, every_s: float = TRIM_EVERY_S, clock: Callable[[], float] = time.monotonic
     ) -> None:
-        self._trim = _malloc_trim()
+        self._trim = libc_function("malloc_trim")
         self._every_s = every_s
         self._clock = clock
         self._next = clock() + every_s

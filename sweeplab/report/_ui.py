@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sweeplab.raycompat import libc_function
+
 DEFAULT_URI = "sqlite:///mlflow.db"
 GRACE_S = 5.0
 
@@ -118,12 +120,11 @@ def _become_subreaper() -> None:
     # Linux: orphans of the server's group (a worker whose parent died first) are re-parented to
     # the guard, which reaps them, so an empty group is seen as empty rather than as zombies
     # that PID 1 of a container may never reap.
-    if not sys.platform.startswith("linux"):
+    prctl = libc_function("prctl")
+    if prctl is None:  # not Linux
         return
-    import ctypes
-
     pr_set_child_subreaper = 36
-    ctypes.CDLL(None, use_errno=True).prctl(pr_set_child_subreaper, 1, 0, 0, 0)
+    prctl(pr_set_child_subreaper, 1, 0, 0, 0)
 
 
 def _reap() -> None:

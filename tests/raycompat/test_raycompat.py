@@ -11,6 +11,7 @@ import ast
 import importlib
 import inspect
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -296,3 +297,34 @@ def test_trial_dataframes_are_not_read_inside_the_context() -> None:
     assert ExperimentAnalysis._fetch_trial_dataframes is read  # restored
     frames = analysis._fetch_trial_dataframes()  # Tune reads (a stub trial has no file)
     assert list(frames) == [trial.trial_id]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the rows are Linux functions")
+@pytest.mark.parametrize("use", raycompat.LIBC_USES, ids=lambda use: use.function)
+def test_each_c_library_function_is_there(use: raycompat.LibcUse) -> None:
+    assert use.why.strip()
+    assert callable(raycompat.libc_function(use.function)), use.why
+
+
+def test_a_c_library_function_must_be_a_row() -> None:
+    with pytest.raises(ValueError, match="not a row of LIBC_USES"):
+        raycompat.libc_function("system")
+
+
+def test_no_module_outside_raycompat_calls_the_c_library() -> None:
+    """The C library's functions are reached from raycompat too (`LIBC_USES`)."""
+    outside = []
+    for file in sorted(MODULE.parent.rglob("*.py")):
+        if file == MODULE:
+            continue
+        for node in ast.walk(ast.parse(file.read_text(), str(file))):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            if any(name.split(".")[0] == "ctypes" for name in names):
+                outside.append(str(file.relative_to(MODULE.parent)))
+    assert outside == []
