@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from sweeplab.engine._trial_mode import TrialMode
 from sweeplab.spec import Sweep
+from sweeplab.strategies import SchedulerTraits, scheduler_traits
 
 if TYPE_CHECKING:
     from sweeplab.engine._plan import ResourcePlan
@@ -35,6 +36,8 @@ class ResolvedSweep:
         trial_mode: Where each trial's training function runs (in-process, warm slot, or a
             group per trial): decided here, once, and read by the runner, the trial driver
             and ``preview``.
+        scheduler_traits: Whether the scheduler pauses or exploits trials, from the strategy
+            registry or as the sweep declares: read by the Tuner's build and the runner.
         concurrency: Trials at once, as planned from the cluster's resources.
         total_trials: Trials the searcher will start.
         sweep_dir: The sweep's folder in the storage; ``best_config.json`` of its latest run.
@@ -66,6 +69,7 @@ class ResolvedSweep:
     register_model: str | None
     reuse_groups: bool
     trial_mode: TrialMode
+    scheduler_traits: SchedulerTraits
     concurrency: int
     total_trials: int
     sweep_dir: Path
@@ -102,6 +106,7 @@ class ResolvedSweep:
             register_model=sweep.register_model,
             reuse_groups=sweep.reuse_groups,
             trial_mode=cls.trial_mode_of(sweep),
+            scheduler_traits=scheduler_traits(sweep.scheduler, declared=sweep.scheduler_traits),
             concurrency=plan.concurrency,
             total_trials=plan.total_trials,
             sweep_dir=run_dir.parent,

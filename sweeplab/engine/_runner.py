@@ -39,7 +39,6 @@ from sweeplab.raycompat import (
     trial_dataframes_not_read,
 )
 from sweeplab.spec import Sweep
-from sweeplab.strategies import scheduler_traits
 
 __all__ = ["DEFAULT_STORAGE", "SweepOptions", "SweepOutcome", "run_sweep", "start_local_ray"]
 
@@ -206,15 +205,12 @@ def _run_on_ray(
             tracking = True
             if warm_start is not None:
                 tracker.log_warm_start(warm_start.source, warm_start.to_dict())
-        sweep = resolved.sweep
-        traits = scheduler_traits(sweep.scheduler, declared=sweep.scheduler_traits)
         with (
             live(sinks.table, options.live),
             tune_logs_without_tensorboard(),
             trainable_registry_cached(),
             trial_dataframes_not_read(),
-            # A scheduler that only stops trials never comes back to an ended one.
-            ended_trials_released(enabled=not (traits.pauses or traits.exploits)) as released,
+            ended_trials_released(enabled=resolved.scheduler_traits.only_stops) as released,
         ):
             results = tuner.fit()
         errored = sum(1 for r in results if r.error is not None)  # errored trials stay in Tune

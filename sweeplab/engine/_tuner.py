@@ -12,7 +12,7 @@ from sweeplab.engine._search import build_search
 from sweeplab.engine._sinks import Sinks
 from sweeplab.engine._trial_mode import TrialMode
 from sweeplab.engine._warm import WarmStartPlan
-from sweeplab.strategies import build_scheduler, scheduler_traits, tune_trial_limit
+from sweeplab.strategies import build_scheduler, tune_trial_limit
 
 __all__ = ["build_tuner", "slot_names", "start_slots", "write_json"]
 
@@ -66,7 +66,7 @@ def build_tuner(
 
         # A paused trial's kept actor would hold its slot: the slot ends the trial's run.
         scheduler.set_pause_hook(ReleasePausedTrial(trial_settings.slots))
-    traits = scheduler_traits(sweep.scheduler, declared=sweep.scheduler_traits)
+    traits = resolved.scheduler_traits
     search = build_search(sweep, warm_start)
     if warm_start is not None:
         write_json(run_dir / "warm_start.json", warm_start.to_dict())

@@ -30,6 +30,11 @@ class SchedulerTraits:
     pauses: bool
     exploits: bool
 
+    @property
+    def only_stops(self) -> bool:
+        """It neither pauses nor exploits: it never comes back to a trial that ended."""
+        return not (self.pauses or self.exploits)
+
     def __post_init__(self) -> None:
         for name in ("pauses", "exploits"):
             value = getattr(self, name)
@@ -110,6 +115,6 @@ def tune_trial_limit(
     in Tune's queue for its actor's CPUs), every trial is created up front, and the slots or
     the CPUs alone bound how many train at once.
     """
-    if waiting_holds_nothing and (traits.pauses or traits.exploits):
+    if waiting_holds_nothing and not traits.only_stops:
         return max(concurrency, total_trials)
     return concurrency

@@ -329,3 +329,14 @@ def test_pbt_draws_its_own_population() -> None:
 
     search = build_search(make(scheduler="pbt", searcher="random", seed=3))
     assert isinstance(search.search_alg, PopulationVariantGenerator)
+
+
+@pytest.mark.parametrize(
+    ("name", "only_stops"),
+    [("fifo", True), ("asha", True), ("median", True), ("hyperband", False), ("pbt", False)],
+)
+def test_only_a_scheduler_that_neither_pauses_nor_exploits_only_stops(
+    name: str, only_stops: bool
+) -> None:
+    # The runner lets ended trials leave Tune's controller only under such a scheduler.
+    assert scheduler_traits(name).only_stops is only_stops
