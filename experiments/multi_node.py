@@ -136,6 +136,7 @@ sweep = sweeplab.Sweep(
     metric="accuracy",
     mode="max",
     searcher="random",
+    scheduler="fifo",  # every trial runs to the end, so the faults it meets are counted
     num_trials=2,
     max_iterations=EPOCHS,
     workers_per_trial=WORKERS,

@@ -1,7 +1,8 @@
 """Quickstart: tune an MLP on scikit-learn's `digits` (1,797 8x8 images, shipped offline).
 
 Each trial is a 2-worker Ray Train group running plain PyTorch wrapped with `prepare_model` and
-`prepare_data_loader`; ASHA stops weak trials early and Optuna's TPE proposes the next configs.
+`prepare_data_loader`. The spec names no strategy, so the defaults run one: adaptive ASHA stops
+weak trials early and Optuna's TPE proposes the next configs.
 
     sweeplab preview experiments/quickstart.py
     sweeplab sweep experiments/quickstart.py            # about 8 trials, a few minutes on 2 CPUs
@@ -119,8 +120,8 @@ sweep = sweeplab.Sweep(
     },
     metric="accuracy",
     mode="max",
-    searcher="optuna",
-    scheduler="asha",
+    # No searcher or scheduler: the defaults run the best measured strategy for one metric and
+    # several reports a trial (optuna + adaptive-asha; `sweeplab preview` says so).
     num_trials=8,
     max_iterations=EPOCHS,
     workers_per_trial=2,

@@ -261,6 +261,8 @@ def _cmd_preview(args: argparse.Namespace) -> int:
         f"{goal} · searcher {sweep.searcher_name} · scheduler {sweep.scheduler_name} · "
         f"seed {sweep.seed}"
     )
+    if sweep.strategy_note:
+        console.print(f"strategy: {sweep.strategy_note}", markup=False, highlight=False)
     space_table = Table(title="search space", box=None, header_style="bold")
     space_table.add_column("parameter")
     space_table.add_column("domain")

@@ -66,9 +66,14 @@ class Sweep:
         searcher: ``"random"``, ``"grid"``, ``"optuna"``, ``"hyperopt"``, a
             `sweeplab.OptunaSearcher` (Optuna's sampler settings, compiled against this space;
             ``"optuna"`` is ``OptunaSearcher()``) or a configured ``ray.tune.search.Searcher``.
+            Left out: the best measured for the sweep's kind (``"optuna"`` with one metric and
+            several reports a trial, else ``"random"``; see `sweeplab.strategies.default_strategy`).
         scheduler: ``"fifo"``, ``"asha"``, ``"adaptive-asha"`` (ASHA whose first rung stops
             trials only once it is seen to keep the best ones), ``"hyperband"``, ``"median"``,
-            ``"pbt"`` or a configured ``ray.tune.schedulers.TrialScheduler``.
+            ``"pbt"`` or a configured ``ray.tune.schedulers.TrialScheduler``. Left out: the best
+            measured for the sweep's kind (``"adaptive-asha"`` with one metric, ``"asha"`` with
+            several, ``"fifo"`` with one report a trial or a grid). After construction both
+            fields hold what runs, and ``defaulted`` names those the defaults filled.
         scheduler_traits: What a configured scheduler object does to trials besides stopping
             them, ``sweeplab.SchedulerTraits(pauses=..., exploits=...)``: whether it pauses
             trials and resumes them later, and whether it replaces a trial's config and weights
@@ -120,8 +125,8 @@ class Sweep:
     mode: str
     constraints: tuple[Constraint, ...] = ()
     pick: str | None = None
-    searcher: Any = "random"
-    scheduler: Any = "fifo"
+    searcher: Any = None
+    scheduler: Any = None
     scheduler_traits: SchedulerTraits | None = None
     num_trials: int = 8
     max_iterations: int = 10
@@ -142,6 +147,9 @@ class Sweep:
     warm_start: Any = None
     reuse_groups: bool = True
     objectives: tuple[Objective, ...] = ()
+    # Filled in construction: the fields the defaults chose, and why (`default_strategy`).
+    defaulted: tuple[str, ...] = dataclasses.field(default=(), init=False, compare=False)
+    strategy_note: str = dataclasses.field(default="", init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         from sweeplab.space import Space
@@ -157,6 +165,9 @@ class Sweep:
             raise SpecError(f"Sweep field `space`: {exc}") from None
         object.__setattr__(self, "space", space)
         self._check_objectives()
+        _check_positive_int("num_trials", self.num_trials)
+        _check_positive_int("max_iterations", self.max_iterations)
+        self._fill_strategy()
         if isinstance(self.searcher, str):
             _check_one_of("searcher", self.searcher, SEARCHERS)
         elif not isinstance(self.searcher, OptunaSearcher) and not hasattr(
@@ -173,8 +184,6 @@ class Sweep:
             _fail(
                 "scheduler", f"must be one of {SCHEDULERS} or a Ray Tune scheduler", self.scheduler
             )
-        _check_positive_int("num_trials", self.num_trials)
-        _check_positive_int("max_iterations", self.max_iterations)
         self._check_workers()
         if not isinstance(self.use_gpu, bool):
             _fail("use_gpu", "must be True or False", self.use_gpu)
@@ -243,6 +252,13 @@ class Sweep:
                     "must be a sweeplab.SchedulerTraits(pauses=..., exploits=...)",
                     self.scheduler_traits,
                 )
+            if "scheduler" in self.defaulted:
+                _fail(
+                    "scheduler_traits",
+                    f"declares a configured scheduler object's traits, but the sweep names no "
+                    f"`scheduler` (the defaults chose {self.scheduler!r}, which has its own)",
+                    self.scheduler_traits,
+                )
             if isinstance(self.scheduler, str):
                 _fail(
                     "scheduler_traits",
@@ -253,6 +269,18 @@ class Sweep:
         broken = strategy_rule_break(self)
         if broken is not None:
             _fail(broken.field, broken.rule, broken.value)
+
+    def _fill_strategy(self) -> None:
+        choice = strategies.default_strategy(
+            searcher=self.searcher,
+            scheduler=self.scheduler,
+            objectives=len(self.objectives),
+            max_iterations=self.max_iterations,
+        )
+        object.__setattr__(self, "searcher", choice.searcher)
+        object.__setattr__(self, "scheduler", choice.scheduler)
+        object.__setattr__(self, "defaulted", choice.chosen)
+        object.__setattr__(self, "strategy_note", choice.why)
 
     def _check_objectives(self) -> None:
         metric, mode = self.metric, self.mode
@@ -393,7 +421,13 @@ class Sweep:
         return self.scheduler if isinstance(self.scheduler, str) else type(self.scheduler).__name__
 
     def replace(self, **changes: Any) -> Sweep:
-        """A copy with some fields changed, validated again."""
+        """A copy with some fields changed, validated again.
+
+        A searcher or scheduler that the defaults chose is chosen again for the copy (a
+        changed ``max_iterations`` or ``metric`` may change the choice).
+        """
+        for field in self.defaulted:
+            changes.setdefault(field, None)
         return dataclasses.replace(self, **changes)
 
 

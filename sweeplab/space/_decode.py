@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import numbers
 from collections.abc import Mapping
 from typing import Any
@@ -65,9 +66,11 @@ class _Decode(SpaceWalk):
         try:
             if param.q is not None:
                 return quantize(value, param)
-            # Clip float noise such as exp(log(high)) > high; real violations still fail below.
+            # Clip float noise such as exp(log(high)) > high, relative to the range's width and to
+            # its magnitude (a range a few ulps wide); real violations still fail below.
             span = (param.high - param.low) or abs(param.high) or 1.0
-            if param.low - 1e-9 * span <= value <= param.high + 1e-9 * span:
+            noise = 1e-9 * span + 4 * math.ulp(max(abs(param.low), abs(param.high)))
+            if param.low - noise <= value <= param.high + noise:
                 return min(max(value, param.low), param.high)
             return value
         except SpecError as error:

@@ -32,11 +32,13 @@ def _range(label: str, param: FloatRange | IntRange) -> Any:
         # The floor of a log-uniform draw from [low, high + 1), as the random searcher draws.
         return scope.int(hp.loguniform(label, math.log(param.low), math.log(param.high + 1)))
     log_low, log_high = (math.log(param.low), math.log(param.high)) if param.log else (0.0, 0.0)
+    # A range a few ulps wide can have equal logs, which HyperOpt rejects: drawn uniformly there.
+    log = param.log and log_low < log_high
     if param.q is None:
-        if param.log:
+        if log:
             return hp.loguniform(label, log_low, log_high)
         return hp.uniform(label, param.low, param.high)
-    if param.log:
+    if log:
         return hp.qloguniform(label, log_low, log_high, param.q)
     # Widen by half a step so the first and last multiples are as likely as the others.
     k_lo, k_hi = _multiple_indices(param.low, param.high, param.q)

@@ -16,6 +16,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from sweeplab.strategies._builders import ExploitHook, SchedulerSetup
+from sweeplab.strategies._defaults import DEFAULTS_DOC, StrategyChoice, default_strategy
 from sweeplab.strategies._registry import SCHEDULERS, SEARCHERS, SchedulerEntry, SearcherEntry
 from sweeplab.strategies._schedule import (
     ASHA_REDUCTION_FACTOR,
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ASHA_REDUCTION_FACTOR",
+    "DEFAULTS_DOC",
     "HYPERBAND_REDUCTION_FACTOR",
     "SCHEDULERS",
     "SEARCHERS",
@@ -73,12 +75,14 @@ __all__ = [
     "SchedulerSetup",
     "SchedulerTraits",
     "SearcherEntry",
+    "StrategyChoice",
     "StrategySweep",
     "TrialFeedbackSearcher",
     "TrialOutcome",
     "TrialPlan",
     "build_scheduler",
     "build_search",
+    "default_strategy",
     "hyperband_brackets",
     "hyperopt_loss",
     "median_grace",

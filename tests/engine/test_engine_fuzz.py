@@ -88,10 +88,11 @@ BAD_FIELDS: dict[str, st.SearchStrategy[Any]] = {
     "metric": st.one_of(st.just(""), GARBAGE.filter(lambda v: not isinstance(v, str))),
     "mode": st.one_of(st.text(max_size=6), GARBAGE).filter(lambda v: v not in ("min", "max")),
     "searcher": st.one_of(st.text(max_size=8), GARBAGE).filter(
-        lambda v: v not in ("random", "grid", "optuna", "hyperopt")
+        # None is no searcher named: the defaults choose one.
+        lambda v: v is not None and v not in ("random", "grid", "optuna", "hyperopt")
     ),
     "scheduler": st.one_of(st.text(max_size=8), GARBAGE).filter(
-        lambda v: v not in ("fifo", "asha", "hyperband", "median", "pbt")
+        lambda v: v is not None and v not in ("fifo", "asha", "hyperband", "median", "pbt")
     ),
     "num_trials": st.one_of(st.integers(max_value=0), GARBAGE.filter(not_int)),
     "max_iterations": st.one_of(st.integers(max_value=0), GARBAGE.filter(not_int)),

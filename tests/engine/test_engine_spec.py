@@ -31,7 +31,9 @@ def make(**changes: Any) -> Sweep:
 
 def test_defaults() -> None:
     sweep = make()
-    assert sweep.searcher == "random" and sweep.scheduler == "fifo"
+    # One metric, 10 reports a trial: the best measured strategy (docs/search.md).
+    assert sweep.searcher == "optuna" and sweep.scheduler == "adaptive-asha"
+    assert sweep.defaulted == ("searcher", "scheduler")
     assert sweep.worker_resources == {"CPU": 1.0}
     assert isinstance(sweep.space, sweeplab.Space)
     assert sweep.min_workers == sweep.max_workers == 1

@@ -26,6 +26,9 @@ def make(**changes: Any) -> Sweep:
         "metric": "loss",
         "mode": "min",
         "max_iterations": 9,
+        # The simulator's mechanics, under the strategy every test here names or this one.
+        "searcher": "random",
+        "scheduler": "fifo",
     }
     return Sweep(**{**fields, **changes})
 

@@ -147,6 +147,23 @@ def test_hyperopt_samples_decode_into_the_space(param: Any, seed: int) -> None:
         _check_in_range(param, config["nested"]["y"])
 
 
+@pytest.mark.parametrize(
+    "param",
+    [
+        # Ranges a few ulps wide, found by the property above: HyperOpt refused equal logs, and
+        # exp(log(low)) fell an ulp below `low`.
+        FloatRange(low=9.0, high=9.000000000000002, log=True),
+        FloatRange(low=5.0, high=5.000000000000001, log=True),
+    ],
+)
+def test_hyperopt_samples_of_an_ulp_wide_log_range_decode(param: FloatRange) -> None:
+    space = Space({"x": param})
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        config = decode_config(space, stochastic.sample(compile_to_hyperopt(space), rng=rng))
+        _check_in_range(param, config["x"])
+
+
 CONDITIONAL = Space(
     {
         "optimizer": choice(

@@ -136,10 +136,16 @@ WARM = [{"lr": 0.01, "layers": 1}]
             "but got 'grid'.",
         ),
         (
-            {"scheduler_traits": PAUSES},
+            {"scheduler_traits": PAUSES, "scheduler": "fifo"},
             "Sweep field `scheduler_traits` declares a configured scheduler object's traits; the "
             "named scheduler 'fifo' has its own, but got "
             "SchedulerTraits(pauses=True, exploits=False).",
+        ),
+        (
+            {"scheduler_traits": PAUSES},
+            "Sweep field `scheduler_traits` declares a configured scheduler object's traits, but "
+            "the sweep names no `scheduler` (the defaults chose 'adaptive-asha', which has its "
+            "own), but got SchedulerTraits(pauses=True, exploits=False).",
         ),
         (
             {"scheduler_traits": (True, False)},
