@@ -101,3 +101,31 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "ray_local" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
+
+
+# How many lines of each failure the run's last screen repeats (its error and where it came from).
+_FAILURE_TAIL_LINES = 15
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
+) -> None:
+    """End the run with each failed test's name and the last lines of its report.
+
+    `make test` runs for many minutes; the failures' tracebacks scroll far above the end, so
+    the last screen says which tests failed and why.
+    """
+    failed = [
+        report
+        for key in ("failed", "error")
+        for report in terminalreporter.stats.get(key, [])
+        if isinstance(report, pytest.TestReport)
+    ]
+    if not failed:
+        return
+    terminalreporter.section(f"{len(failed)} failed: the last lines of each", sep="=")
+    for report in failed:
+        lines = str(report.longrepr).rstrip().splitlines()
+        terminalreporter.write_line(f"--- {report.nodeid} ({report.when})", bold=True)
+        for line in lines[-_FAILURE_TAIL_LINES:]:
+            terminalreporter.write_line(f"    {line}")
