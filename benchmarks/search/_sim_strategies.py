@@ -28,6 +28,8 @@ __all__ = [
     "OPTUNA_VARIANTS",
     "REFERENCES",
     "STRATEGIES",
+    "SYNETUNE_SLOW_SEEDS",
+    "SYNETUNE_STRATEGIES",
     "SimStrategy",
     "optuna_variant",
     "optuna_variants",
@@ -47,11 +49,16 @@ class SimStrategy:
         scheduler: ``scheduler(problem)``: the Sweep's ``scheduler`` (a name or a fresh object).
         early_stopping: Whether it stops trials early: it gets enough trials to spend the
             budget, and the budget stops it; otherwise it gets exactly the budget's trials.
-        loop: ``loop(problem, seed=, budget=, workers=)`` instead of ``sweeplab.simulate``, for
-            a strategy that is not a sweeplab Sweep (see `optuna_hyperband_run`).
+        loop: ``loop(problem, seed=, budget=, workers=, trials=)`` instead of
+            ``sweeplab.simulate``, for a strategy that is not a sweeplab Sweep (see
+            `optuna_hyperband_run`); ``trials`` is the most trials it may start.
         model_based: Whether its searcher learns from results (such runs take longest: the
             benchmark starts them first).
         about: What it is, in a line (written to the JSON).
+        seeds: The most seeds it runs (the run's first ones), for a strategy too slow to run
+            them all; None: every seed.
+        warm_up: Imports what its runs use, before the first (so that no run's time includes
+            them), and quiets its libraries' logs.
     """
 
     name: str
@@ -61,6 +68,8 @@ class SimStrategy:
     loop: Callable[..., dict[str, Any]] | None = None
     model_based: bool = False
     about: str = ""
+    seeds: int | None = None
+    warm_up: Callable[[], None] | None = None
 
 
 def _given(value: Any, problem: CurveProblem) -> Any:
@@ -89,11 +98,44 @@ def _optuna_searcher(options: tuple[tuple[str, Any], ...], problem: CurveProblem
 
 
 def _optuna_hyperband(
-    problem: CurveProblem, *, seed: int, budget: int, workers: int
+    problem: CurveProblem, *, seed: int, budget: int, workers: int, trials: int
 ) -> dict[str, Any]:
     from benchmarks.search._optuna_hyperband import optuna_hyperband_run
 
+    # Not capped: Hyperband's brackets spend more per trial than ASHA's, so the budget stops
+    # it at about 100 trials, far below `trials`.
     return optuna_hyperband_run(problem, seed=seed, budget=budget, workers=workers)
+
+
+def _synetune(
+    name: str, problem: CurveProblem, *, seed: int, budget: int, workers: int, trials: int
+) -> dict[str, Any]:
+    from benchmarks.search._synetune import synetune_run
+
+    return synetune_run(name, problem, seed=seed, budget=budget, workers=workers, trials=trials)
+
+
+def _synetune_warm_up() -> None:
+    from benchmarks.search._synetune import warm_up
+
+    warm_up()
+
+
+def _synetune_strategy(
+    name: str, about: str, *, model_based: bool, early_stopping: bool = True, seeds: int | None
+) -> SimStrategy:
+    return SimStrategy(
+        f"synetune-{name}",
+        functools.partial(_given, None),
+        functools.partial(_given, None),
+        early_stopping=early_stopping,
+        loop=functools.partial(_synetune, name),
+        model_based=model_based,
+        about=f"Syne Tune 0.16's {about} with its defaults, driven on simulated workers "
+        "(benchmarks/search/_synetune.py, not sweeplab.simulate)",
+        seeds=seeds,
+        warm_up=_synetune_warm_up,
+    )
 
 
 def optuna_variant(
@@ -147,6 +189,29 @@ _GRACE_STRATEGIES = [
     )
     for grace in ASHA_GRACES
     if grace != 1  # grace 1 is DEFAULT_ASHA
+]
+
+# Syne Tune's model-based ASHA variants: about 80-100 s a run on an LCBench task (BORE scores
+# 500 candidates one predict call each, CQR fits five boosted quantile regressors per trial),
+# against 1-2 s for sweeplab's own strategies; the issue lets them run fewer seeds.
+SYNETUNE_SLOW_SEEDS = 3
+SYNETUNE_STRATEGIES = [
+    _synetune_strategy("asha", "ASHA (random search, stops trials)", model_based=False, seeds=None),
+    _synetune_strategy("bohb", "BOHB (KDE searcher + ASHA)", model_based=True, seeds=None),
+    _synetune_strategy(
+        "asha-bore", "ASHA-BORE (XGBoost classifier)", model_based=True, seeds=SYNETUNE_SLOW_SEEDS
+    ),
+    _synetune_strategy(
+        "asha-cqr",
+        "ASHA-CQR (conformal quantile regression)",
+        model_based=True,
+        seeds=SYNETUNE_SLOW_SEEDS,
+    ),
+    # The adapter's check, run when named: FIFO random search, the budget's 30 trials, to
+    # compare with random+fifo.
+    _synetune_strategy(
+        "random", "RandomSearch (FIFO)", model_based=False, early_stopping=False, seeds=None
+    ),
 ]
 
 # OptunaSearcher settings to compare with the current default, by name. Fill from the options
@@ -223,6 +288,7 @@ STRATEGIES: dict[str, SimStrategy] = {
             about="Optuna's own TPESampler + HyperbandPruner in an ask/tell loop on simulated "
             "workers (not sweeplab.simulate)",
         ),
+        *SYNETUNE_STRATEGIES,
         *_VARIANTS.values(),
     ]
 }
@@ -234,7 +300,8 @@ REFERENCES = (BASELINE.name, DEFAULT_ASHA.name)
 # (OptunaSearcher()) under adaptive ASHA. The levers run when named (`--strategies NAME ...`):
 # `optuna-previous+asha` (the default before BOHB's recipe) and `optuna+asha` (the current
 # searcher under grace-1 ASHA), measured on 2026-12-03 (search-notes.md); each TPE strategy is
-# about a fifth of the run's CPU.
+# about a fifth of the run's CPU. Syne Tune's ASHA, BOHB, ASHA-BORE and ASHA-CQR (issue 42) show
+# where the candidate stands against the field; BORE and CQR on SYNETUNE_SLOW_SEEDS seeds.
 DEFAULT_SET = (
     "random+fifo",
     "random+asha",
@@ -243,5 +310,9 @@ DEFAULT_SET = (
     "random+adaptive-asha",
     "topk",
     "optuna-tpe+hyperband-pruner",
+    "synetune-asha",
+    "synetune-bohb",
+    "synetune-asha-bore",
+    "synetune-asha-cqr",
     "optuna+adaptive-asha",
 )

@@ -30,7 +30,8 @@ def _number(value: float | None) -> str:
 
 def print_tables(report: dict[str, Any]) -> None:
     """Prints, with rich, a table per problem (a row per strategy: medians over seeds), the
-    checks of the candidate, and the time of the full benchmark by extrapolation."""
+    strategies' mean ranks, the checks of the candidate, and the time of the full benchmark by
+    extrapolation."""
     from rich.console import Console
     from rich.table import Table
 
@@ -57,6 +58,8 @@ def print_tables(report: dict[str, Any]) -> None:
                 label += f" (grace {summary['grace']})"
             if strategy == candidate:
                 label = f"[bold]{label}[/bold] (candidate)"
+            if summary["seeds"] < len(report["config"]["seeds"]):
+                label += f" ({summary['seeds']} seeds)"
             if summary["errors"]:
                 label += f" [red]{summary['errors']} errors[/red]"
             table.add_row(
@@ -69,6 +72,7 @@ def print_tables(report: dict[str, Any]) -> None:
                 _number(summary["run_s_mean"]),
             )
         console.print(table)
+    _print_ranks(console, report, candidate)
     table = Table(
         title=f"issue 22's checks of {candidate} against random+asha", title_justify="left"
     )
@@ -109,3 +113,34 @@ def print_tables(report: dict[str, Any]) -> None:
         f"extrapolates to {full['wall_s_estimate']:.0f} s (goal {full['goal_s']:.0f} s)"
         + (f"; not measured: {', '.join(full['not_measured'])}" if full["not_measured"] else "")
     )
+
+
+def _print_ranks(console: Any, report: dict[str, Any], candidate: str) -> None:
+    from rich.table import Table
+
+    ranks = report["ranks"]
+    table = Table(
+        title=f"the field: {ranks['rule']}, over {len(report['problems'])} problems",
+        title_justify="left",
+    )
+    table.add_column("strategy")
+    table.add_column("seeds", justify="right")
+    table.add_column("mean rank", justify="right")
+    table.add_column("LCBench", justify="right")
+    table.add_column("synthetic", justify="right")
+    table.add_column("best on")
+    for strategy, row in ranks["by_strategy"].items():
+        label = f"[bold]{strategy}[/bold] (candidate)" if strategy == candidate else strategy
+        table.add_row(
+            label,
+            str(row["seeds"]),
+            _rank(row["mean_rank"]),
+            _rank(row["mean_rank_lcbench"]),
+            _rank(row["mean_rank_synthetic"]),
+            ", ".join(row["first"]) or "-",
+        )
+    console.print(table)
+
+
+def _rank(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"

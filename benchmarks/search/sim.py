@@ -7,14 +7,17 @@
 Per problem (``benchmarks.search.curves``): 4 simulated workers and a budget of B = 30 x
 max_iterations iterations (30 full-length trials). Random + FIFO gets 30 trials; a strategy
 that stops trials early gets 600 and is stopped when it has spent B. Every run but Optuna's own
-TPE + HyperbandPruner (an ask/tell loop, ``_optuna_hyperband``) is ``sweeplab.simulate`` of a
-real `sweeplab.Sweep`, seeded per seed. No Ray runtime is started.
+TPE + HyperbandPruner (an ask/tell loop, ``_optuna_hyperband``) and Syne Tune's schedulers
+(``_synetune``) is ``sweeplab.simulate`` of a real `sweeplab.Sweep`, seeded per seed. No Ray
+runtime is started. A strategy too slow for every seed runs the first few (its ``seeds``; the
+tables say how many).
 
 Measured per problem x strategy x seed, with the problem's noise-free score: the anytime curve
 (best so far against iterations spent), the final best, the share of B needed to reach (a)
 random + FIFO's final best of the same seed and (b) random + ASHA's median final best, and the
-final regret. Then medians over seeds, and issue 22's checks of ``--candidate`` against random +
-ASHA. Prints a table per problem and the checks, and writes the JSON to ``--out``.
+final regret. Then medians over seeds, each strategy's mean rank over the problems (by median
+final best), and issue 22's checks of ``--candidate`` against random + ASHA. Prints a table per
+problem, the ranks and the checks, and writes the JSON to ``--out``.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from typing import Any
 
 from benchmarks.search import curves
 from benchmarks.search._sim_measures import analyse_problem, anytime_steps, checks
+from benchmarks.search._sim_ranks import mean_ranks
 from benchmarks.search._sim_strategies import (
     BEST_GRACE,
     DEFAULT_SET,
@@ -71,10 +75,21 @@ def _no_training(config: dict[str, Any]) -> None:
     """The Sweep's training function: never called, the curve stands in for training."""
 
 
-def warm_up(problem_names: Sequence[str]) -> None:
+def trial_limit(strategy: SimStrategy) -> int:
+    """The most trials `strategy` may start: the budget's, or an early stopper's."""
+    return EARLY_STOPPING_TRIALS if strategy.early_stopping else BUDGET_TRIALS
+
+
+def seeds_of(strategy: SimStrategy, seeds: Sequence[int]) -> list[int]:
+    """The seeds of `seeds` that `strategy` runs: its first ``strategy.seeds``, or all."""
+    return list(seeds if strategy.seeds is None else seeds[: strategy.seeds])
+
+
+def warm_up(problem_names: Sequence[str], strategies: Sequence[SimStrategy] = ()) -> None:
     """Imports what the runs use and loads the LCBench graph once, so that no run's time
     includes them; quiets Optuna's one log line per study and Ray's define-by-run timing
-    warning (sweeplab's Optuna searcher builds a study per suggestion)."""
+    warning (sweeplab's Optuna searcher builds a study per suggestion). Then each strategy's
+    own warm-up."""
     import optuna
     import ray.tune.schedulers
     import ray.tune.search.optuna  # noqa: F401
@@ -90,6 +105,9 @@ def warm_up(problem_names: Sequence[str]) -> None:
             (config,) = Space(problem.space).sample(seed=0)
             problem.curve(config, 1)
             break
+    for strategy in strategies:
+        if strategy.warm_up is not None:
+            strategy.warm_up()
 
 
 def run_one(problem_name: str, strategy: SimStrategy, seed: int) -> dict[str, Any]:
@@ -99,13 +117,14 @@ def run_one(problem_name: str, strategy: SimStrategy, seed: int) -> dict[str, An
     """
     problem = curves.problem(problem_name)
     budget = budget_of(problem)
+    limit = trial_limit(strategy)
     started = time.perf_counter()
     try:
         if strategy.loop is not None:
-            out = strategy.loop(problem, seed=seed, budget=budget, workers=WORKERS)
+            out = strategy.loop(problem, seed=seed, budget=budget, workers=WORKERS, trials=limit)
             reports, trials, lengths = out["reports"], out["trials"], out["trial_reports"]
         else:
-            reports, trials, lengths = _simulate(problem, strategy, seed, budget)
+            reports, trials, lengths = _simulate(problem, strategy, seed, budget, limit)
     except Exception as error:  # one broken run must not lose the others
         return {
             "error": f"{type(error).__name__}: {error}",
@@ -146,7 +165,7 @@ def curve_sweep(
 
 
 def _simulate(
-    problem: curves.CurveProblem, strategy: SimStrategy, seed: int, budget: int
+    problem: curves.CurveProblem, strategy: SimStrategy, seed: int, budget: int, trials: int
 ) -> tuple[list[tuple[float, float]], int, list[int]]:
     import sweeplab
 
@@ -154,7 +173,7 @@ def _simulate(
         problem,
         searcher=strategy.searcher(problem),
         scheduler=strategy.scheduler(problem),
-        num_trials=EARLY_STOPPING_TRIALS if strategy.early_stopping else BUDGET_TRIALS,
+        num_trials=trials,
         name="search-sim",
     )
     sim = sweeplab.simulate(
@@ -226,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     seeds = list(range(args.seeds))
     # Model-based strategies first: the slowest tasks start while the pool is full.
     slow_first = sorted(strategies, key=lambda s: not s.model_based)
-    tasks = [(p, s, seed) for s in slow_first for p in problems for seed in seeds]
+    tasks = [(p, s, seed) for s in slow_first for p in problems for seed in seeds_of(s, seeds)]
 
     report: dict[str, Any] = {
         "config": _config(args, problems, strategies, seeds),
@@ -252,10 +271,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     )
     done_groups = 0
     groups = len(problems) * len(strategies)
-    for problem_name, strategy_name, seed, run in _execute(tasks, args.jobs):
+    expected = {s.name: len(seeds_of(s, seeds)) for s in strategies}
+    for problem_name, strategy_name, seed, run in _execute(tasks, args.jobs, strategies):
         by_seed = report["problems"][problem_name]["runs"][strategy_name]
         by_seed[str(seed)] = run
-        if len(by_seed) == len(seeds):
+        if len(by_seed) == expected[strategy_name]:
             done_groups += 1
             print(_progress_line(done_groups, groups, problem_name, strategy_name, by_seed))
             sys.stdout.flush()
@@ -267,6 +287,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             for name, by_seed in result["runs"].items()
         }
         analyse_problem(result)
+    report["ranks"] = mean_ranks(report["problems"])
     report["checks"] = checks(report["problems"], args.candidate)
     report["timing"] = _timing(report, wall_s, args.jobs)
 
@@ -278,15 +299,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
 
 def _execute(
-    tasks: list[tuple[str, SimStrategy, int]], jobs: int
+    tasks: list[tuple[str, SimStrategy, int]], jobs: int, strategies: Sequence[SimStrategy]
 ) -> Iterable[tuple[str, str, int, dict[str, Any]]]:
     problems = sorted({problem for problem, _, _ in tasks})
     if jobs == 1:
-        warm_up(problems)
+        warm_up(problems, strategies)
         yield from map(_run_task, tasks)
         return
     context = multiprocessing.get_context("spawn")
-    with context.Pool(jobs, initializer=warm_up, initargs=(problems,)) as pool:
+    with context.Pool(jobs, initializer=warm_up, initargs=(problems, strategies)) as pool:
         yield from pool.imap_unordered(_run_task, tasks, chunksize=1)
 
 
@@ -306,7 +327,7 @@ def _progress_line(
 
 def _versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
-    for package in ["sweeplab", "ray", "optuna", "scipy", "numpy", "onnxruntime"]:
+    for package in ["sweeplab", "ray", "optuna", "scipy", "numpy", "onnxruntime", "syne-tune"]:
         try:
             out[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
@@ -326,6 +347,7 @@ def _config(
         "versions": _versions(),
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
         "seeds": seeds,
+        "seeds_capped": {s.name: s.seeds for s in strategies if s.seeds is not None},
         "workers": WORKERS,
         "budget": {name: budget_of(p) for name, p in problems.items()},
         "budget_rule": f"{BUDGET_TRIALS} x max_iterations iterations",
@@ -358,16 +380,17 @@ def _timing(report: dict[str, Any], wall_s: float, jobs: int) -> dict[str, Any]:
     def kind(problem: str) -> str:
         return "lcbench" if problem.startswith("lcbench-") else "synthetic"
 
+    full_seeds = {name: len(seeds_of(STRATEGIES[name], range(FULL_SEEDS))) for name in DEFAULT_SET}
     by_strategy: dict[str, float] = {name: 0.0 for name in DEFAULT_SET}
     unknown = set()
     for problem in curves.PROBLEMS:
         for name in DEFAULT_SET:
             if (problem, name) in means:
-                by_strategy[name] += means[(problem, name)] * FULL_SEEDS
+                by_strategy[name] += means[(problem, name)] * full_seeds[name]
                 continue
             same = [v for (p, s), v in means.items() if s == name and kind(p) == kind(problem)]
             if same:
-                by_strategy[name] += statistics.fmean(same) * FULL_SEEDS
+                by_strategy[name] += statistics.fmean(same) * full_seeds[name]
             else:
                 unknown.add(f"{name} on {kind(problem)} problems")
     estimate = sum(by_strategy.values())
@@ -381,7 +404,7 @@ def _timing(report: dict[str, Any], wall_s: float, jobs: int) -> dict[str, Any]:
         "overhead_s": round(overhead, 2),
         "full_run": {
             "what": f"every problem ({len(curves.PROBLEMS)}) x strategy of the default set "
-            f"({len(DEFAULT_SET)}) x {FULL_SEEDS} seeds on {full_jobs} processes",
+            f"({len(DEFAULT_SET)}) x {FULL_SEEDS} seeds (or its cap) on {full_jobs} processes",
             "run_s_total": round(estimate, 1),
             "run_s_by_strategy": {name: round(v, 1) for name, v in by_strategy.items()},
             "wall_s_estimate": round(full_wall, 1),
