@@ -2,6 +2,10 @@
 
 Exit status: 0 on success, 2 on a bad spec or bad arguments (one line, nothing started, nothing
 written), 1 when the sweep itself failed.
+
+The commands that read (`ls`, `best`, `report`, `compare`, `ui`, `status`) write nothing where
+what they read is not there: a tracking store that does not exist (which MLflow would create on
+opening it), a sweep that is not in it, a spec file or a Ray cluster: exit 2, one line.
 """
 
 from __future__ import annotations
@@ -130,7 +134,9 @@ def _parser() -> argparse.ArgumentParser:
     _tracking_arg(compare)
 
     status = sub.add_parser(
-        "status", help="the cluster's free resources beside what one trial of a spec needs"
+        "status",
+        help="the cluster's free resources beside what one trial of a spec needs (reads no "
+        "tracking store)",
     )
     status.add_argument("spec", type=Path, nargs="?", help="spec file (optional)")
     status.add_argument("--address", help="Ray cluster address (default: this machine)")
@@ -140,7 +146,9 @@ def _parser() -> argparse.ArgumentParser:
         help="print JSON: the nodes and, with a spec, one trial's group and the concurrency",
     )
 
-    ui = sub.add_parser("ui", help="start the MLflow UI on the tracking store (127.0.0.1)")
+    ui = sub.add_parser(
+        "ui", help="start the MLflow UI on an existing tracking store (127.0.0.1); creates none"
+    )
     ui.add_argument(
         "sweep", nargs="?", help="sweep whose training runs to open (default: list every sweep)"
     )
@@ -746,9 +754,12 @@ def _cmd_ui(args: argparse.Namespace) -> int:
         serve,
         sweep_experiments,
     )
+    from sweeplab.tracking import check_sweep_store
 
     uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
     server = uri.startswith(("http://", "https://"))
+    if not server:  # MLflow's server would create a store that is not there: exit 2 instead
+        check_sweep_store(uri, args.sweep)
     # An unknown sweep: exit 2, nothing started. A server is asked only about the sweep named.
     pages = sweep_experiments(uri, args.sweep) if args.sweep or not server else []
     if server:

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
         SweepRanking,
         UnknownSweepError,
         best_trial,
-        check_sweep_store,
         latest_sweep_run,
         list_sweeps,
         load_summary,
@@ -41,7 +40,7 @@ if TYPE_CHECKING:
     from sweeplab.tracking._sqlite import sqlite_store_path, write_ahead_log
     from sweeplab.tracking._tracker import WRITER_ENV, SweepTracker, TrackingError, writer_for
     from sweeplab.tracking._untracked import rank_tune_results
-    from sweeplab.tracking._uri_check import check_tracking_uri
+    from sweeplab.tracking._uri_check import check_sweep_store, check_tracking_uri
 
 __all__ = [
     "DATABASE_ENV",
@@ -102,7 +101,7 @@ _LAZY = {
     "load_summary": "sweeplab.tracking._read",
     "load_sweep": "sweeplab.tracking._read",
     "ranked_configs": "sweeplab.tracking._read",
-    "check_sweep_store": "sweeplab.tracking._read",
+    "check_sweep_store": "sweeplab.tracking._uri_check",
     "latest_sweep_run": "sweeplab.tracking._read",
     "resolve_tracking_uri": "sweeplab.tracking._read",
     "tracking_client": "sweeplab.tracking._read",

@@ -8,8 +8,6 @@ from datetime import datetime, timezone
 from sweeplab.tracking._read import (
     SWEEP_FILTER,
     UnknownSweepError,
-    check_sweep_store,
-    resolve_tracking_uri,
     tracking_client,
 )
 from sweeplab.tracking._sweep_run import search_all
@@ -51,9 +49,7 @@ def sweep_executions(name: str, tracking_uri: str | None = None) -> list[SweepEx
         UnknownSweepError: No sweep of that name. A SQLite store that does not exist is not
             created.
     """
-    uri = resolve_tracking_uri(tracking_uri)
-    check_sweep_store(uri, name)
-    client, uri = tracking_client(uri)
+    client, uri = tracking_client(tracking_uri, sweep=name)
     experiment = client.get_experiment_by_name(name)
     runs = [] if experiment is None else search_all(client, experiment.experiment_id, SWEEP_FILTER)
     if not runs:

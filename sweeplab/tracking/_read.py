@@ -24,7 +24,7 @@ from sweeplab.pareto import Constraint, Objective
 from sweeplab.tracking._child_runs import child_runs_from_tables
 from sweeplab.tracking._flusher import PARENT_TAG
 from sweeplab.tracking._history import metric_histories
-from sweeplab.tracking._quick import LATEST_FIRST, SWEEP_FILTER, quick_best
+from sweeplab.tracking._quick import LATEST_FIRST, SWEEP_FILTER, quick_best, quick_tracking_uri
 from sweeplab.tracking._ranking import SweepSummary
 from sweeplab.tracking._run_records import summary_of_runs, sweep_objectives, trial_config
 
@@ -67,26 +67,45 @@ class SweepData:
 
 
 def resolve_tracking_uri(tracking_uri: str | None) -> str:
-    """The tracking URI asked for, or MLflow's own (``MLFLOW_TRACKING_URI``, else the default)."""
+    """The tracking URI asked for, or MLflow's own (``MLFLOW_TRACKING_URI``, else the default):
+    without importing MLflow where `quick_tracking_uri` knows it, so that a store that is not
+    there is refused at once."""
+    uri = quick_tracking_uri(tracking_uri)
+    if uri is not None:
+        return uri
     import mlflow
 
-    return tracking_uri or mlflow.get_tracking_uri()
+    return mlflow.get_tracking_uri()
 
 
-def tracking_client(tracking_uri: str | None) -> tuple[Any, str]:
-    """An ``MlflowClient`` of the tracking store, and the store's resolved URI.
+def tracking_client(tracking_uri: str | None, *, sweep: str | None = None) -> tuple[Any, str]:
+    """An ``MlflowClient`` of an existing tracking store, and the store's resolved URI.
+
+    Every read opens the store here, so no read creates it (see `check_sweep_store`).
+
+    Args:
+        tracking_uri: The store (default: MLflow's own resolution).
+        sweep: The sweep to be read, named by the error when there is no store.
 
     Raises:
         TrackingError: A URI MLflow cannot use, or a server that does not answer (see
-            `check_tracking_uri`): at once, instead of MLflow's client retrying for minutes.
+            `check_tracking_uri`): at once, instead of MLflow's client retrying for minutes;
+            or a store MLflow refuses to open (a file store it was not allowed, an old schema).
+        UnknownSweepError: A local store that does not exist.
     """
-    from mlflow import MlflowClient
-
-    from sweeplab.tracking._uri_check import check_tracking_uri
+    from sweeplab.tracking._tracker import TrackingError
+    from sweeplab.tracking._uri_check import check_sweep_store, check_tracking_uri
 
     uri = resolve_tracking_uri(tracking_uri)
     check_tracking_uri(uri)
-    return MlflowClient(uri), uri
+    check_sweep_store(uri, sweep)
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return MlflowClient(uri), uri
+    except MlflowException as error:  # raised on one line: the CLI prints one
+        raise TrackingError(f"MLflow cannot open the tracking store {uri!r}: {error}") from None
 
 
 def latest_sweep_run(client: Any, name: str, uri: str) -> Any:
@@ -163,9 +182,9 @@ def list_sweeps(tracking_uri: str | None = None) -> Any:
         A DataFrame with columns ``sweep, status, trials, best_metric, metric, started,
         parent_run_id``, newest first.
     """
+    client, uri = tracking_client(tracking_uri)
     import pandas as pd
 
-    client, uri = tracking_client(tracking_uri)
     rows = []
     for experiment in client.search_experiments():
         runs = client.search_runs(
@@ -216,7 +235,7 @@ def best_trial(name: str, tracking_uri: str | None = None) -> dict[str, Any]:
     quick = quick_best(name, tracking_uri)  # a local SQLite store or a server: no MLflow import
     if quick is not None:
         return quick
-    client, uri = tracking_client(tracking_uri)
+    client, uri = tracking_client(tracking_uri, sweep=name)
     parent = latest_sweep_run(client, name, uri)
     best = _best_from_parent(client, parent, uri)
     if not best:
@@ -234,7 +253,7 @@ def load_sweep(
     and the best trial."""
     import pandas as pd
 
-    client, uri = tracking_client(tracking_uri)
+    client, uri = tracking_client(tracking_uri, sweep=name)
     if run_id is None:
         parent = latest_sweep_run(client, name, uri)
     else:
@@ -318,8 +337,7 @@ def load_summary(name: str, tracking_uri: str | None = None) -> SweepSummary:
     Raises:
         UnknownSweepError: No sweep of that name.
     """
-    check_sweep_store(resolve_tracking_uri(tracking_uri), name)
-    client, uri = tracking_client(tracking_uri)
+    client, uri = tracking_client(tracking_uri, sweep=name)
     parent = latest_sweep_run(client, name, uri)
     objectives, _ = sweep_objectives(parent)
     children = _children(client, parent, uri)
@@ -360,16 +378,6 @@ class SweepRanking:
     trials: list[RankedConfig]
 
 
-def check_sweep_store(uri: str, name: str) -> None:
-    """A SQLite store that does not exist holds no sweep; reading it would create it."""
-    if uri.startswith("sqlite:///"):
-        path = Path(uri[len("sqlite:///") :])
-        if str(path) != ":memory:" and not path.exists():
-            raise UnknownSweepError(
-                f"No sweep named {name!r}: the tracking store {uri!r} does not exist."
-            )
-
-
 def ranked_configs(name: str, tracking_uri: str | None = None) -> SweepRanking:
     """The ranked trials of a sweep's latest execution with their configs, best first.
 
@@ -383,9 +391,7 @@ def ranked_configs(name: str, tracking_uri: str | None = None) -> SweepRanking:
         UnknownSweepError: No sweep of that name. A SQLite store that does not exist is not
             created.
     """
-
-    check_sweep_store(resolve_tracking_uri(tracking_uri), name)
-    client, uri = tracking_client(tracking_uri)
+    client, uri = tracking_client(tracking_uri, sweep=name)
     parent = latest_sweep_run(client, name, uri)
     settings = parent.data.params
     metric = settings.get("metric", "")

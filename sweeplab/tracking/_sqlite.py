@@ -22,6 +22,7 @@ import os
 import sqlite3
 import threading
 from typing import Any
+from urllib.parse import unquote
 
 __all__ = ["WAL_ENV", "sqlite_store_path", "write_ahead_log"]
 
@@ -34,10 +35,14 @@ _listening = False
 
 
 def sqlite_store_path(uri: str) -> str | None:
-    """The file of a ``sqlite:///`` tracking URI (its real path), ``None`` for anything else."""
+    """The file of a ``sqlite:///`` tracking URI (its real path), ``None`` for anything else.
+
+    The path is %-decoded, as SQLAlchemy decodes it: MLflow's default URI of a folder whose
+    name has a space in it reads ``sqlite:////my%20runs/mlflow.db``.
+    """
     if not uri.startswith(_PREFIX):
         return None
-    path = uri[len(_PREFIX) :].split("?", 1)[0]
+    path = unquote(uri[len(_PREFIX) :].split("?", 1)[0])
     if path in ("", ":memory:"):
         return None
     return os.path.realpath(path)

@@ -5,6 +5,10 @@ the sweep's run folder was written. An unknown scheme then ends the sweep with M
 exception, and a tracking server or database that does not answer keeps MLflow's client
 retrying for minutes, in silence. The scheme is known without MLflow, and one TCP connection to
 the server's port answers in milliseconds, so a typo fails at once with one line (exit 2).
+
+A read must not create the store it reads: MLflow makes a local store that is not there (a
+SQLite file, a file store's folder) as soon as a client opens it. `check_sweep_store` refuses
+such a URI, so `sweeplab ls`, `best`, `report`, `compare` and `ui` write nothing.
 """
 
 from __future__ import annotations
@@ -12,14 +16,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 from sweeplab._net import no_answer
 from sweeplab.tracking._bulk import redacted
 from sweeplab.tracking._history import store_scheme
+from sweeplab.tracking._read import UnknownSweepError
 from sweeplab.tracking._sqlite import sqlite_store_path
 from sweeplab.tracking._tracker import TrackingError
 
-__all__ = ["check_tracking_uri"]
+__all__ = ["check_sweep_store", "check_tracking_uri"]
 
 # The stores MLflow's tracking client opens, by scheme (a SQL scheme may name its driver:
 # ``postgresql+psycopg``), and the port a server of that kind listens on when none is given.
@@ -46,7 +52,7 @@ def check_tracking_uri(uri: str | None) -> None:
     parts = urlsplit(uri)
     scheme = parts.scheme.lower()
     kind = store_scheme(uri)
-    if not scheme or (len(scheme) == 1 and os.name == "nt"):  # a path (C:\... on Windows)
+    if _is_path(scheme):
         return
     shown = redacted(uri)
     if kind not in _SERVERS and kind not in _OTHERS:
@@ -82,3 +88,56 @@ def _check_sqlite(path: str | None, shown: str) -> None:
         raise TrackingError(
             f"--tracking-uri {shown!r}: cannot make the store's folder, {folder} is a file."
         )
+
+
+def check_sweep_store(uri: str, sweep: str | None = None) -> None:
+    """Raises where the resolved tracking URI `uri` names a local store that is not there,
+    which MLflow would create on opening it.
+
+    A SQLite store is there where its file is (one in memory always is). A file store
+    (``file:PATH``, or a path) is there where its folder holds MLflow's ``.trash`` folder or
+    an experiment (a numbered folder with a ``meta.yaml``: how MLflow tells an ``mlruns``
+    folder that holds data). A server or a database is asked by `check_tracking_uri`.
+
+    Raises:
+        UnknownSweepError: No store at `uri`; the message names it, and `sweep` where given.
+    """
+    path = sqlite_store_path(uri)
+    if path is not None:
+        missing = not os.path.exists(path)
+    else:
+        folder = _file_store_folder(uri)
+        missing = folder is not None and not _holds_file_store(folder)
+    if not missing:
+        return
+    what = "No sweeps" if sweep is None else f"No sweep named {sweep!r}"
+    raise UnknownSweepError(
+        f"{what}: the tracking store {uri!r} does not exist (`sweeplab sweep SPEC` creates it)."
+    )
+
+
+def _is_path(scheme: str) -> bool:
+    """Whether a URI of this scheme is a path (no scheme; ``C:\\...`` on Windows)."""
+    return not scheme or (len(scheme) == 1 and os.name == "nt")
+
+
+def _file_store_folder(uri: str) -> Path | None:
+    """The folder of a file store's URI (``file:PATH`` or a path), ``None`` for anything else."""
+    parts = urlsplit(uri)
+    scheme = parts.scheme.lower()
+    if _is_path(scheme):
+        return Path(uri)
+    if scheme == "file":
+        return Path(url2pathname(parts.path))
+    return None
+
+
+def _holds_file_store(folder: Path) -> bool:
+    if (folder / ".trash").is_dir():
+        return True
+    try:
+        return any(
+            entry.name.isdigit() and (entry / "meta.yaml").exists() for entry in folder.iterdir()
+        )
+    except OSError:  # not there, or not a folder
+        return False

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from mlflow_store import store_uri
 from toy_spec import record_sweep, write_spec
 
 from sweeplab.cli import main
@@ -216,7 +217,7 @@ def test_a_terminal_keeps_its_width(tmp_path: Path) -> None:
 def test_ls_and_best_json_parse(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = store_uri(tmp_path)  # `ls` of a store that does not exist is exit 2, not []
     code, out, err = here(capsys, monkeypatch, tmp_path, "ls", "--json", "--tracking-uri", uri)
     assert code == 0, err
     assert json.loads(out) == []
