@@ -48,7 +48,8 @@ class AdaptiveASHA(MultiObjectiveASHA):
         max_t: The progress at which every trial stops.
         reduction_factor: The rungs' spacing, and the inverse of the share that continues.
         trusted_from: The first rung trusted from the start; rungs below it are on probation.
-            Default: `reduction_factor` (the second rung).
+            Default: `reduction_factor` (the second rung), or `max_t` where that is smaller
+            (a short sweep's first rung is still on probation; ``max_t=1`` has none).
         evidence: The reference's trials checked before a probation rung is trusted.
 
     Raises:
@@ -74,7 +75,7 @@ class AdaptiveASHA(MultiObjectiveASHA):
             grace_period=1,
             reduction_factor=reduction_factor,
         )
-        trusted_from = reduction_factor if trusted_from is None else trusted_from
+        trusted_from = min(reduction_factor, max_t) if trusted_from is None else trusted_from
         if not 1 <= trusted_from <= max_t:
             raise SpecError(
                 f"`1 <= trusted_from <= max_t` must hold, but got ({trusted_from=}, {max_t=})."

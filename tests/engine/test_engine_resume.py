@@ -25,6 +25,7 @@ def test_resume_after_sigkill_finishes_the_sweep(in_tmp: Path) -> None:
     spec = write_spec(
         in_tmp,
         'name="killed", space={"x": uniform(0, 1)}, metric="loss", mode="min", '
+        'searcher="random", scheduler="fifo", '  # every trial runs to the end, resumed or not
         "num_trials=4, max_iterations=8, workers_per_trial=2, cpus_per_worker=1, seed=0",
         epochs=8,
         sleep=0.25,

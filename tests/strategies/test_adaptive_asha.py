@@ -141,6 +141,17 @@ def test_the_named_scheduler_builds_it_on_the_sweeps_metric_and_previews_its_run
     assert "rung 1 on probation" in summary
 
 
+@pytest.mark.parametrize(("max_iterations", "probation"), [(1, []), (2, [1]), (3, [1])])
+def test_a_short_sweep_builds_with_its_first_rung_on_probation(
+    max_iterations: int, probation: list[int]
+) -> None:
+    # The default strategy of any sweep with several reports a trial: it must build for each.
+    built = build_scheduler(_sweep(max_iterations=max_iterations))
+    assert isinstance(built, AdaptiveASHA)
+    assert built.on_probation == probation
+    assert trial_plan(_sweep(max_iterations=max_iterations))[1] >= 1
+
+
 def test_several_metrics_are_refused_by_name() -> None:
     with pytest.raises(SpecError, match="scheduler"):
         _sweep(metric=["loss", "ms"], mode=["min", "min"])
