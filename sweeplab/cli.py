@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -212,6 +213,9 @@ def _planned_sweep(args: argparse.Namespace, **run: Any) -> tuple[Any, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the CLI and returns its exit status."""
     args = _parser().parse_args(argv)
+    # The commands download small JSON artifacts (a sweep's space, its best config); MLflow's
+    # progress bar for each is noise on stderr. Set the variable to "true" to see it.
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     try:
         handler = {
             "sweep": _cmd_sweep,

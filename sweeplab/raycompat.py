@@ -1750,7 +1750,7 @@ LIBC_USES: tuple[LibcUse, ...] = (
     LibcUse(
         "prctl",
         "makes the report server's guard a child subreaper (`PR_SET_CHILD_SUBREAPER`), so it "
-        "reaps the server's orphaned workers (`report/_ui.py`); the `os` module has no prctl",
+        "reaps the server's orphaned workers (`report/_ui_guard.py`); the `os` module has no prctl",
     ),
 )
 

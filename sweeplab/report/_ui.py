@@ -6,24 +6,22 @@ process group of its own and ends that whole group (uvicorn's workers included) 
 of that from a pipe whose only writer is ``sweeplab ui``: the kernel closes it when the process
 dies, and the guard reads end-of-file.
 
-Run as ``python -m sweeplab.report._ui FD GRACE_S -- COMMAND...`` it is that guard.
+The guard is `sweeplab.report._ui_guard`, a module of its own so that ``python -m`` runs it
+without this package's modules imported first.
 """
 
 from __future__ import annotations
 
 import os
-import select
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sweeplab.raycompat import libc_function
-
 DEFAULT_URI = "sqlite:///mlflow.db"
+_GUARD = "sweeplab.report._ui_guard"
 GRACE_S = 5.0
 
 
@@ -95,7 +93,15 @@ def serve(command: Sequence[str], *, grace_s: float = GRACE_S) -> int:
     process group: SIGTERM, then SIGKILL after ``grace_s``."""
     read_fd, write_fd = os.pipe()
     guard = subprocess.Popen(
-        [sys.executable, "-m", "sweeplab.report._ui", str(read_fd), str(grace_s), "--", *command],
+        [
+            sys.executable,
+            "-m",
+            "sweeplab.report._ui_guard",
+            str(read_fd),
+            str(grace_s),
+            "--",
+            *command,
+        ],
         pass_fds=(read_fd,),
         # Its own session: Ctrl-C in the terminal reaches this process only, which then ends the
         # server in order, rather than the server's workers each handling SIGINT on their own.
@@ -114,78 +120,3 @@ def serve(command: Sequence[str], *, grace_s: float = GRACE_S) -> int:
             guard.wait(timeout=grace_s + 10)
         except subprocess.TimeoutExpired:
             guard.kill()
-
-
-def _become_subreaper() -> None:
-    # Linux: orphans of the server's group (a worker whose parent died first) are re-parented to
-    # the guard, which reaps them, so an empty group is seen as empty rather than as zombies
-    # that PID 1 of a container may never reap.
-    prctl = libc_function("prctl")
-    if prctl is None:  # not Linux
-        return
-    pr_set_child_subreaper = 36
-    prctl(pr_set_child_subreaper, 1, 0, 0, 0)
-
-
-def _reap() -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-
-
-def _group_alive(pgid: int) -> bool:
-    _reap()
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _end_group(pgid: int, grace_s: float) -> None:
-    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
-            if not _group_alive(pgid):
-                return
-            time.sleep(0.05)
-
-
-def _guard(read_fd: int, grace_s: float, command: Sequence[str]) -> int:
-    _become_subreaper()
-    server = subprocess.Popen(list(command), start_new_session=True)
-    # Set after the start: ignored signals stay ignored across exec.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    stop: list[int] = []
-    signal.signal(signal.SIGTERM, lambda signum, frame: stop.append(signum))
-    status: int | None = None
-    while not stop:
-        try:
-            ready, _, _ = select.select([read_fd], [], [], 0.2)
-        except InterruptedError:
-            continue
-        if ready and not os.read(read_fd, 1024):
-            break  # end-of-file: `sweeplab ui` is gone
-        status = server.poll()
-        if status is not None:
-            break
-    _end_group(server.pid, grace_s)
-    if status is None:
-        status = server.poll()
-    return 0 if status is None or stop or status < 0 else status
-
-
-if __name__ == "__main__":
-    fd, grace, separator, *rest = sys.argv[1:]
-    assert separator == "--", sys.argv
-    sys.exit(_guard(int(fd), float(grace), rest))
