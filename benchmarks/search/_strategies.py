@@ -16,9 +16,10 @@ class Strategy:
 
     Attributes:
         name: Short name, as in tables and the JSON.
-        searcher: The sweep's ``searcher``: a name, or a configured `sweeplab.OptunaSearcher`.
+        searcher: The sweep's ``searcher``: a name, or a configured `sweeplab.OptunaSearcher`;
+            None: the sweep's default.
         scheduler: The sweep's ``scheduler`` name; with ``asha``, ``grace`` and ``rf`` set,
-            a configured ``ASHAScheduler`` instead.
+            a configured ``ASHAScheduler`` instead; None: the sweep's default.
         early_stopping: Whether trials stop early (they get more trials than the baseline, and
             their curves are cut at the baseline's budget).
         checkpoint: Whether trials need checkpoints (HyperBand pauses them, PBT copies them).
@@ -31,8 +32,8 @@ class Strategy:
     """
 
     name: str
-    searcher: str | OptunaSearcher
-    scheduler: str
+    searcher: str | OptunaSearcher | None
+    scheduler: str | None
     early_stopping: bool
     checkpoint: bool = False
     pauses: bool = False
@@ -112,6 +113,9 @@ NAMED_ONLY: dict[str, Strategy] = {
         # (benchmarks.search.agree).
         Strategy("random+adaptive-asha", "random", "adaptive-asha", early_stopping=True),
         Strategy("optuna+adaptive-asha", "optuna", "adaptive-asha", early_stopping=True),
+        # A Sweep that names no strategy: what the defaults choose for one metric and several
+        # reports a trial (docs/search.md, "The default strategy").
+        Strategy("defaults", None, None, early_stopping=True),
         Strategy("optuna+asha g1 rf2", "optuna", "asha", True, grace=1, rf=2),
         Strategy("optuna+asha g1 rf4", "optuna", "asha", True, grace=1, rf=4),
         Strategy("optuna+asha g2 rf3", "optuna", "asha", True, grace=2, rf=3),

@@ -53,6 +53,7 @@ DEFAULT_STRATEGIES = (
     "random+adaptive-asha",
     "optuna+asha",
     "optuna+adaptive-asha",
+    "defaults",  # a Sweep that names no strategy
 )
 DIGITS_STRATEGIES = ("random+fifo", "random+asha", "optuna+asha")
 
