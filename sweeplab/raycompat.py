@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LIBC_USES",
+    "MLFLOW_SCHEMA_REVISIONS",
     "MLFLOW_SCHEMA_USES",
     "PRIVATE_USES",
     "RELEASE_HOOK",
@@ -75,6 +76,7 @@ __all__ = [
     "libc_function",
     "median_rule_stops_hard",
     "mlflow_accepts_name",
+    "mlflow_schema_mismatch",
     "optuna_study",
     "pbt_exploit_iteration",
     "pbt_next_round",
@@ -1657,6 +1659,41 @@ MLFLOW_SCHEMA_USES: tuple[SchemaUse, ...] = (
     ),
     SchemaUse("experiment_tags", ("experiment_id",), "the `Default` experiment's tags, dropped"),
 )
+
+
+# The Alembic revisions of MLflow's schema (``alembic_version.version_num``) on which every row
+# of MLFLOW_SCHEMA_USES was checked by tests/raycompat/test_mlflow_schema.py: MLflow 3.17's head.
+# A store at another revision is checked column by column before sweeplab writes to it.
+MLFLOW_SCHEMA_REVISIONS: frozenset[str] = frozenset({"dc11669786a5"})
+
+
+def mlflow_schema_mismatch(connection: Any) -> str | None:
+    """Why sweeplab's statements (`MlflowSql`) do not fit the schema of the store that a
+    SQLAlchemy `connection` reads, in a few words; None where they do.
+
+    A revision of `MLFLOW_SCHEMA_REVISIONS` fits. Another fits where every table and column of
+    `MLFLOW_SCHEMA_USES` is there (the columns sweeplab writes have been in MLflow's schema
+    since 2.x; a newer MLflow that renames one is refused, never written to).
+    """
+    from sqlalchemy import inspect, text
+
+    try:
+        revision = connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    except Exception as error:
+        return f"it has no MLflow schema revision ({type(error).__name__})"
+    if revision in MLFLOW_SCHEMA_REVISIONS:
+        return None
+    inspector = inspect(connection)
+    missing = []
+    for use in MLFLOW_SCHEMA_USES:
+        try:
+            present = {column["name"] for column in inspector.get_columns(use.table)}
+        except Exception:
+            present = set()
+        missing += [f"{use.table}.{name}" for name in use.columns if name not in present]
+    if missing:
+        return f"its MLflow schema (revision {revision}) lacks {', '.join(missing[:5])}"
+    return None
 
 
 # The sweep's child runs: active runs of the parent's experiment tagged with the parent's id.

@@ -31,7 +31,13 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
-from sweeplab.raycompat import MlflowSql, mlflow_accepts_name, run_artifact_uri, tracking_store
+from sweeplab.raycompat import (
+    MlflowSql,
+    mlflow_accepts_name,
+    mlflow_schema_mismatch,
+    run_artifact_uri,
+    tracking_store,
+)
 from sweeplab.tracking._history import HTTP_SCHEMES, SQL_SCHEMES, store_scheme
 
 __all__ = ["DATABASE_ENV", "BulkRun", "SqlBulk", "redacted", "sql_bulk"]
@@ -85,10 +91,28 @@ def sql_bulk(
     try:
         store = tracking_store(tracking_uri)
         experiment = store.get_experiment(experiment_id)
-        return SqlBulk(store.engine, experiment_id, experiment.artifact_location)
     except Exception:
         logger.debug("no bulk writes to %s", tracking_uri, exc_info=True)
         return None
+    return _checked(store.engine, experiment_id, experiment.artifact_location, tracking_uri)
+
+
+def _checked(engine: Any, experiment_id: str, location: str, shown: str) -> SqlBulk | None:
+    """A :class:`SqlBulk` on `engine` where sweeplab's statements fit its schema; None, said in
+    one warning, where they do not (the runs then go through MLflow's client: nothing is lost,
+    and nothing is written that MLflow would not read)."""
+    try:
+        with engine.connect() as connection:
+            mismatch = mlflow_schema_mismatch(connection)
+    except Exception as error:
+        mismatch = f"its schema cannot be read ({type(error).__name__})"
+    if mismatch is not None:
+        logger.warning(
+            "The tracking store %s is written through MLflow's client, not in bulk: %s.",
+            redacted(shown), mismatch,
+        )  # fmt: skip
+        return None
+    return SqlBulk(engine, experiment_id, location)
 
 
 def _server_database_bulk(
@@ -124,7 +148,7 @@ def _server_database_bulk(
             DATABASE_ENV, shown, server_uri,
         )  # fmt: skip
         return None
-    return SqlBulk(store.engine, experiment_id, experiment.artifact_location)
+    return _checked(store.engine, experiment_id, experiment.artifact_location, database)
 
 
 def _run_experiment(database: str, run_id: str | None) -> str | None:

@@ -83,3 +83,78 @@ def test_no_module_outside_raycompat_runs_sql_on_mlflows_tables() -> None:
         for match in TABLE_SQL.finditer(file.read_text())
     }
     assert outside == set()
+
+
+def _engine(path: Path) -> object:
+    from sqlalchemy import create_engine
+
+    return create_engine(f"sqlite:///{path}")
+
+
+def _copy(source: Path, folder: Path) -> Path:
+    target = folder / "copy.db"
+    target.write_bytes(source.read_bytes())
+    return target
+
+
+def test_the_installed_mlflows_schema_revision_is_one_sweeplab_checked(
+    mlflow_schema: Path,
+) -> None:
+    # An MLflow upgrade that moves the head fails here, one clear test: check the rows above
+    # on the new schema, then add its revision to MLFLOW_SCHEMA_REVISIONS.
+    with contextlib.closing(sqlite3.connect(mlflow_schema)) as db:
+        (revision,) = db.execute("SELECT version_num FROM alembic_version").fetchone()
+    assert revision in raycompat.MLFLOW_SCHEMA_REVISIONS
+
+
+@pytest.mark.parametrize(
+    ("change", "mismatch"),
+    [
+        (None, None),
+        # Another revision whose tables still have every column sweeplab writes: it fits.
+        ("UPDATE alembic_version SET version_num = 'ffffffffffff'", None),
+        # Another revision without a column sweeplab writes: refused, the column named.
+        (
+            "UPDATE alembic_version SET version_num = 'ffffffffffff'; "
+            "ALTER TABLE tags DROP COLUMN value",
+            "its MLflow schema (revision ffffffffffff) lacks tags.value",
+        ),
+        ("DROP TABLE alembic_version", "it has no MLflow schema revision"),
+    ],
+)
+def test_a_stores_schema_is_checked_before_sweeplab_writes_to_it(
+    mlflow_schema: Path, tmp_path: Path, change: str | None, mismatch: str | None
+) -> None:
+    path = _copy(mlflow_schema, tmp_path)
+    if change:
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            db.executescript(change)
+    engine = _engine(path)
+    with engine.connect() as connection:  # type: ignore[attr-defined]
+        found = raycompat.mlflow_schema_mismatch(connection)
+    engine.dispose()  # type: ignore[attr-defined]
+    if mismatch is None:
+        assert found is None
+    else:
+        assert found is not None and found.startswith(mismatch)
+
+
+def test_a_store_whose_schema_does_not_fit_is_written_through_mlflows_client(
+    mlflow_schema: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    from sweeplab.tracking._bulk import sql_bulk
+
+    path = _copy(mlflow_schema, tmp_path)
+    uri = f"sqlite:///{path}"
+    assert sql_bulk(uri, "0") is not None  # MLflow's own schema: bulk writes
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.executescript(
+            "UPDATE alembic_version SET version_num = 'ffffffffffff'; "
+            "ALTER TABLE tags DROP COLUMN value"
+        )
+    with caplog.at_level(logging.WARNING, logger="sweeplab.tracking"):
+        assert sql_bulk(uri, "0") is None
+    (warning,) = [r for r in caplog.records if "not in bulk" in r.getMessage()]
+    assert "lacks tags.value" in warning.getMessage()
