@@ -217,9 +217,11 @@ SYNETUNE_STRATEGIES = [
 # OptunaSearcher settings to compare with the current default, by name. Fill from the options
 # `sweeplab.OptunaSearcher` has (sweeplab/space/_optuna_searcher.py).
 OPTUNA_VARIANTS: dict[str, dict[str, Any]] = {
-    # The previous default (a model of the rung that counts trials stopped below it as bad, no
-    # random share), then each lever of issue 22 on its own, then the default under other
-    # schedulers. `optuna+asha` is the default, OptunaSearcher(): BOHB's view and a third random.
+    # The default before BOHB's recipe (a model of the rung that counts trials stopped below it
+    # as bad, no random share), then each lever of issue 22 on its own, then the default under
+    # other schedulers. `optuna+asha` is the default, OptunaSearcher(): BOHB's view and a third
+    # random, after a random start (issue 42: random search's own configs until six trials per
+    # parameter, and six more, have ended; 48 on LCBench).
     "optuna-previous+asha": {"rung_view": "pruned", "random_fraction": 0.0},
     "optuna-bohb-view+asha": {"random_fraction": 0.0},
     "optuna-random33+asha": {"rung_view": "pruned", "random_fraction": 1 / 3},
@@ -229,6 +231,9 @@ OPTUNA_VARIANTS: dict[str, dict[str, Any]] = {
     "optuna-bohb-view+asha-g3": {"random_fraction": 0.0, "grace": 3},
     "optuna-rung-weighting+asha-g3": {"rung_weighting": True, "grace": 3},
     "optuna+adaptive-asha": {"scheduler": "adaptive-asha"},
+    # Issue 42: the default before the random start (BOHB's third random from the first trial),
+    # the candidate of issue 22; slower to random + FIFO's result (search-notes.md, 2026-12-06).
+    "optuna-no-random-start+adaptive-asha": {"scheduler": "adaptive-asha", "random_start": 0},
 }
 
 
@@ -297,11 +302,13 @@ REFERENCES = (BASELINE.name, DEFAULT_ASHA.name)
 # The benchmark run without --strategies: issue 22's baselines (random + FIFO, random + ASHA at
 # grace 1 and the graces the best one is chosen from, random + adaptive ASHA, top-k, Optuna's own
 # TPE + HyperbandPruner) and the candidate default, which is the current `searcher="optuna"`
-# (OptunaSearcher()) under adaptive ASHA. The levers run when named (`--strategies NAME ...`):
-# `optuna-previous+asha` (the default before BOHB's recipe) and `optuna+asha` (the current
-# searcher under grace-1 ASHA), measured on 2026-12-03 (search-notes.md); each TPE strategy is
-# about a fifth of the run's CPU. Syne Tune's ASHA, BOHB, ASHA-BORE and ASHA-CQR (issue 42) show
-# where the candidate stands against the field; BORE and CQR on SYNETUNE_SLOW_SEEDS seeds.
+# (OptunaSearcher(), with its random start since issue 42) under adaptive ASHA. The levers run
+# when named (`--strategies NAME ...`): `optuna-previous+asha` (the default before BOHB's
+# recipe), `optuna+asha` (the current searcher under grace-1 ASHA), measured on 2026-12-03, and
+# `optuna-no-random-start+adaptive-asha` (the candidate before the random start), measured on
+# 2026-12-06 (search-notes.md); each TPE strategy is about a fifth of the run's CPU. Syne
+# Tune's ASHA, BOHB, ASHA-BORE and ASHA-CQR (issue 42) show where the candidate stands against
+# the field; BORE and CQR on SYNETUNE_SLOW_SEEDS seeds.
 DEFAULT_SET = (
     "random+fifo",
     "random+asha",

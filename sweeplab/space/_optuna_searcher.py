@@ -5,7 +5,8 @@ against the sweep's own space, metric, mode, seed and trial count. ``searcher="o
 ``OptunaSearcher()``. The defaults are what the search benchmarks measured best
 (docs/search.md): BOHB's own recipe, a model of the highest rung that knows only the trials
 observed there (``rung_view="bohb"``) and a third of the trials drawn at random
-(``random_fraction``). The other levers (``rung_weighting``, ``aggregate``) are off.
+(``random_fraction``), after a start that is random search (``random_start``). The other levers
+(``rung_weighting``, ``aggregate``) are off.
 
 With several metrics (``Sweep(metric=[...], mode=[...])``) the sampler models the objectives
 together (Optuna's multi-objective TPE, GP or NSGA-II), and the sweep's constraints through
@@ -30,7 +31,15 @@ if TYPE_CHECKING:
     from sweeplab.pareto import Constraint, Objective
     from sweeplab.space._space import Space
 
-__all__ = ["AGGREGATES", "SAMPLERS", "VIEWS", "OptunaSearcher", "rung_min_points", "startup_trials"]
+__all__ = [
+    "AGGREGATES",
+    "SAMPLERS",
+    "VIEWS",
+    "OptunaSearcher",
+    "handover_trials",
+    "rung_min_points",
+    "startup_trials",
+]
 
 SAMPLERS = ("tpe", "gp", "nsga2")
 VIEWS = ("bohb", "pruned")
@@ -38,6 +47,10 @@ DEFAULT_VIEW = "bohb"
 # BOHB's share of random configs (Falkner et al., 2018), the default with one metric.
 BOHB_RANDOM_FRACTION = 1 / 3
 AGGREGATES = ("rung", "last")
+# Ended trials of random search per parameter (and one more) before the model proposes: random
+# search reached random + FIFO's result after a median of 21-37 ended trials on the simulated
+# LCBench tasks (7 parameters), so 48 leaves it the start (benchmarks/results/search-notes.md).
+HANDOVER_PER_DIMENSION = 6
 
 
 def startup_trials(num_trials: int) -> int:
@@ -46,6 +59,14 @@ def startup_trials(num_trials: int) -> int:
     Optuna's fixed 10 is a sixth of a 60-trial ASHA sweep and all of a 10-trial one.
     """
     return max(4, min(10, num_trials // 10))
+
+
+def handover_trials(num_trials: int, dimensions: int) -> int:
+    """The default ``random_start`` with one metric: six ended trials per parameter, and six
+    more, before the model proposes; at most a third of the sweep, so that the model gets the
+    rest of a small one.
+    """
+    return min(HANDOVER_PER_DIMENSION * (dimensions + 1), num_trials // 3)
 
 
 def rung_min_points(num_trials: int, dimensions: int) -> int:
@@ -101,6 +122,15 @@ class OptunaSearcher:
             replaces the rung, so it needs ``rung_rule`` and excludes ``rung_view="bohb"`` and
             ``rung_weighting``. ``rung_rule=False`` is the other ranking: stopped trials below
             finished ones, by how far they got.
+        random_start: Trials that must end (finish or stop) before the model proposes any,
+            ``random_start >= 0``. Until then the sweep is random search: every trial gets the
+            config that ``searcher="random"`` with the same seed would give it, in the same
+            order, so it is as quick to a first good config; then ``random_fraction`` of the
+            trials stay random. None (default): `handover_trials` of the sweep (six per
+            parameter and six more, at most a third of the trials) with one metric and a random
+            share; 0 with several metrics, with NSGA-II and with ``random_fraction=0``. 0: the
+            model proposes from the first trial (after its own ``startup_trials``), with
+            ``random_fraction`` of the trials random.
     """
 
     sampler: str = "tpe"
@@ -113,6 +143,7 @@ class OptunaSearcher:
     random_fraction: float | None = None
     rung_weighting: bool = False
     aggregate: str = "rung"
+    random_start: int | None = None
 
     def __post_init__(self) -> None:
         if self.sampler not in SAMPLERS:
@@ -125,6 +156,13 @@ class OptunaSearcher:
                 raise SpecError(f"OptunaSearcher.{name} must be an integer or None, got {value!r}.")
             if value is not None and value < 1:
                 raise SpecError(f"OptunaSearcher.{name} must be >= 1, but got {value!r}.")
+        start = self.random_start
+        if start is not None and (
+            isinstance(start, bool) or not isinstance(start, int) or start < 0
+        ):
+            raise SpecError(
+                f"OptunaSearcher.random_start must be an integer >= 0 or None, but got {start!r}."
+            )
         if self.sampler == "nsga2" and self.startup_trials == 1:
             raise SpecError(
                 "OptunaSearcher.startup_trials is NSGA-II's population size with "
@@ -187,6 +225,17 @@ class OptunaSearcher:
             return float(self.random_fraction)
         return BOHB_RANDOM_FRACTION if metrics == 1 and self.sampler != "nsga2" else 0.0
 
+    def start_random(self, *, metrics: int, num_trials: int, dimensions: int) -> int:
+        """The trials that end before the model proposes any (``random_start``), in a sweep of
+        that many metrics and trials over that many parameters."""
+        if self.random_start is not None:
+            return self.random_start
+        return handover_trials(num_trials, dimensions) if self._hands_over(metrics) else 0
+
+    def _hands_over(self, metrics: int) -> bool:
+        """Whether ``random_start=None`` starts with random search, with that many metrics."""
+        return metrics == 1 and self.share_random(metrics) > 0
+
     def multi_objective_rule(self) -> str | None:
         """The rule these settings break with several metrics, or None if they can run them.
 
@@ -233,9 +282,15 @@ class OptunaSearcher:
             f"{self.rung_view} view" if rung else "",
             "rung weighting" if self.rung_weighting and rung else "",
             "last value" if self.aggregate == "last" and metrics == 1 else "",
+            self._describe_start(metrics),
             f"{100 * fraction:.3g}% random" if (fraction := self.share_random(metrics)) else "",
         ]
         return f"optuna ({', '.join([self.sampler + rule, *filter(None, levers)])})"
+
+    def _describe_start(self, metrics: int) -> str:
+        if self.random_start is None:
+            return "random start" if self._hands_over(metrics) else ""
+        return f"random start of {self.random_start}" if self.random_start else ""
 
     def build(
         self,
@@ -348,7 +403,16 @@ class OptunaSearcher:
                 weighting=self.rung_weighting,
                 seed=seed,
             )
-        if fraction := self.share_random(max(1, len(objectives))):
+        metrics = max(1, len(objectives))
+        fraction = self.share_random(metrics)
+        start = self.start_random(
+            metrics=metrics, num_trials=num_trials, dimensions=space.dimensions
+        )
+        if start:
+            from sweeplab.space._random_handover import RandomHandoverSampler
+
+            sampler = RandomHandoverSampler(sampler, space, fraction, start=start, seed=seed)
+        elif fraction:
             from sweeplab.space._random_interleave import RandomInterleavedSampler
 
             sampler = RandomInterleavedSampler(sampler, fraction, seed=seed)

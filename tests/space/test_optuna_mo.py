@@ -291,8 +291,9 @@ def test_hyperopt_and_constraints_need_what_they_need() -> None:
 
 def test_the_name_says_nsga2_without_a_rung_rule() -> None:
     assert str(OptunaSearcher(sampler="nsga2")) == "optuna (nsga2)"
-    assert str(OptunaSearcher()) == "optuna (tpe, rung rule, bohb view, 33.3% random)"
-    assert OptunaSearcher().describe(metrics=2) == "optuna (tpe)"  # no rung rule, no random share
+    assert str(OptunaSearcher()) == "optuna (tpe, rung rule, bohb view, random start, 33.3% random)"
+    # No rung rule, no random share, no random start: the multi-objective default is unchanged.
+    assert OptunaSearcher().describe(metrics=2) == "optuna (tpe)"
 
 
 def test_gp_with_several_metrics_needs_optuna_4_5(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -166,7 +166,7 @@ def test_a_sweep_takes_an_optuna_searcher() -> None:
         searcher=OptunaSearcher(sampler="gp"),
         scheduler="asha",
     )
-    assert sweep.searcher_name == "optuna (gp, rung rule, bohb view, 33.3% random)"
+    assert sweep.searcher_name == "optuna (gp, rung rule, bohb view, random start, 33.3% random)"
     with pytest.raises(SpecError, match="searcher"):
         Sweep(
             name="s",

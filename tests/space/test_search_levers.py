@@ -17,6 +17,8 @@ from optuna.trial import FrozenTrial, TrialState
 from sweeplab import OptunaSearcher, SpecError, Sweep, uniform
 from sweeplab.simulation import simulate
 from sweeplab.space import Space
+from sweeplab.space._optuna_searcher import handover_trials
+from sweeplab.space._random_handover import RandomHandoverSampler
 from sweeplab.space._random_interleave import RandomInterleavedSampler
 from sweeplab.space._rung_sampler import RungSampler, rank_agreement
 
@@ -203,7 +205,8 @@ def test_random_fraction_is_the_share_of_random_proposals(fraction: float) -> No
 
 def test_the_random_path_is_not_tpes_own_start_up_stream() -> None:
     space = Space({"x": uniform(0, 1)})
-    sampler = OptunaSearcher(random_fraction=0.5).make_sampler(space, seed=0, num_trials=40)
+    searcher = OptunaSearcher(random_fraction=0.5, random_start=0)
+    sampler = searcher.make_sampler(space, seed=0, num_trials=40)
     assert isinstance(sampler, RandomInterleavedSampler) and isinstance(sampler.base, RungSampler)
     plain = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
     mixed = optuna.create_study(sampler=sampler)
@@ -229,8 +232,11 @@ def test_the_options_reach_the_sampler_and_it_pickles(options: dict[str, Any]) -
     searcher = OptunaSearcher(**options)
     sampler = searcher.make_sampler(space, seed=3, num_trials=60)
     if searcher.share_random(1):
-        assert isinstance(sampler, RandomInterleavedSampler)
+        # One metric and a random share: random search first (its own tests:
+        # test_random_handover.py), then the share of random trials.
+        assert isinstance(sampler, RandomHandoverSampler)
         assert sampler.fraction == searcher.share_random(1)
+        assert sampler.start == handover_trials(60, space.dimensions) == 18
         sampler = sampler.base
     if searcher.rung_rule:
         assert isinstance(sampler, RungSampler)
@@ -310,17 +316,22 @@ def test_bad_random_fraction(fraction: float) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "text"),
     [
-        ({}, "optuna (tpe, rung rule, bohb view, 33.3% random)"),
-        ({"sampler": "gp"}, "optuna (gp, rung rule, bohb view, 33.3% random)"),
-        ({"rung_rule": False}, "optuna (tpe, 33.3% random)"),
+        ({}, "optuna (tpe, rung rule, bohb view, random start, 33.3% random)"),
+        ({"sampler": "gp"}, "optuna (gp, rung rule, bohb view, random start, 33.3% random)"),
+        ({"rung_rule": False}, "optuna (tpe, random start, 33.3% random)"),
         ({"rung_view": "pruned", "random_fraction": 0.0}, "optuna (tpe, rung rule, pruned view)"),
         (
             {"rung_weighting": True},
-            "optuna (tpe, rung rule, bohb view, rung weighting, 33.3% random)",
+            "optuna (tpe, rung rule, bohb view, rung weighting, random start, 33.3% random)",
         ),
         ({"random_fraction": 0.0}, "optuna (tpe, rung rule, bohb view)"),
-        ({"aggregate": "last"}, "optuna (tpe, last value, 33.3% random)"),
-        ({"rung_rule": False, "random_fraction": 0.25}, "optuna (tpe, 25% random)"),
+        ({"aggregate": "last"}, "optuna (tpe, last value, random start, 33.3% random)"),
+        ({"rung_rule": False, "random_fraction": 0.25}, "optuna (tpe, random start, 25% random)"),
+        ({"random_start": 0}, "optuna (tpe, rung rule, bohb view, 33.3% random)"),
+        (
+            {"random_start": 40, "random_fraction": 0.0},
+            "optuna (tpe, rung rule, bohb view, random start of 40)",
+        ),
         (
             {
                 "sampler": "gp",
@@ -328,7 +339,7 @@ def test_bad_random_fraction(fraction: float) -> None:
                 "rung_weighting": True,
                 "random_fraction": 0.5,
             },
-            "optuna (gp, rung rule, pruned view, rung weighting, 50% random)",
+            "optuna (gp, rung rule, pruned view, rung weighting, random start, 50% random)",
         ),
     ],
 )
