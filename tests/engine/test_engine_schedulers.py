@@ -336,10 +336,13 @@ def test_pbt_exploits_with_twice_the_population_of_slots(
     # The population keeps its trial actors across rounds and exploits (Tune's own `pid` of
     # each result is the trial actor's): before, every round's end stopped them all, and then
     # an exploited last trial of a round lost its actor. One-worker trials share `concurrency`
-    # actors; on slots every trial starts with its own client actor.
+    # actors; on slots every trial starts with its own client actor, and a trial that pauses
+    # while its slot is busy may get a second one when it resumes (seen with 6 actors for 4
+    # trials on a loaded machine, in 2 of 4 runs). Stopping every actor at every round's end,
+    # the regression this guards, gives one actor per trial per round: 4 rounds x 4 trials.
     actors = {r["pid"] for trial_rows in rows.values() for r in trial_rows}
     if group:
-        assert len(actors) <= len(rows) + 1, actors
+        assert len(actors) < 2 * len(rows), actors
     else:
         assert len(actors) == outcome.plan.concurrency, actors
 
