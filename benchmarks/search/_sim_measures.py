@@ -17,6 +17,7 @@ from benchmarks.search._sim_strategies import ASHA_GRACES, BASELINE, BEST_GRACE,
 
 __all__ = [
     "CHECK_LIMITS",
+    "against_the_field",
     "analyse_problem",
     "anytime_steps",
     "budget_fraction",
@@ -274,14 +275,41 @@ def _wilcoxon_check(ran: Mapping[str, dict[str, Any]], candidate: str) -> dict[s
     return check
 
 
-def _wilcoxon(ran: Mapping[str, dict[str, Any]], candidate: str) -> dict[str, Any]:
+def against_the_field(problems: Mapping[str, dict[str, Any]], candidate: str) -> dict[str, Any]:
+    """The candidate's final regret against each other strategy's on the LCBench tasks, paired
+    by task and seed (one-sided Wilcoxon: lower), wherever both ran; the grace search's members
+    are left out (the best grace is among them)."""
+    lcbench = {
+        name: result
+        for name, result in problems.items()
+        if name.startswith("lcbench-") and candidate in result.get("runs", {})
+    }
+    others = sorted(
+        {
+            strategy
+            for result in lcbench.values()
+            for strategy in result["runs"]
+            if strategy != candidate and not strategy.startswith("random+asha-g")
+        }
+    )
+    return {
+        "rule": f"{candidate}'s final regret lower than each strategy's on the LCBench tasks, "
+        "paired by task and seed, one-sided Wilcoxon",
+        "by_strategy": {other: _wilcoxon(lcbench, candidate, other) for other in others},
+    }
+
+
+def _wilcoxon(
+    ran: Mapping[str, dict[str, Any]], candidate: str, other_name: str = DEFAULT_ASHA.name
+) -> dict[str, Any]:
     from scipy.stats import wilcoxon
 
-    asha = DEFAULT_ASHA.name
     mine, theirs = [], []
     for result in ran.values():
+        if other_name not in result["runs"]:
+            continue
         for seed, run in result["runs"][candidate].items():
-            other = result["runs"][asha].get(seed, {})
+            other = result["runs"][other_name].get(seed, {})
             if run.get("regret") is not None and other.get("regret") is not None:
                 mine.append(run["regret"])
                 theirs.append(other["regret"])

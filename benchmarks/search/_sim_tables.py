@@ -73,40 +73,8 @@ def print_tables(report: dict[str, Any]) -> None:
             )
         console.print(table)
     _print_ranks(console, report, candidate)
-    table = Table(
-        title=f"issue 22's checks of {candidate} against random+asha", title_justify="left"
-    )
-    table.add_column("check")
-    table.add_column("figure")
-    table.add_column("passed")
-    found = report["checks"]
-    i, ii = found["i_lcbench_half_budget"], found["ii_never_much_worse"]
-    iii, iv = found["iii_regret_wilcoxon"], found["iv_mislead"]
-    rows = [
-        (i["rule"], f"{i['tasks_within']} of {i['tasks']} tasks run", i["passed"]),
-        (ii["rule"], f"failing: {', '.join(ii['failing']) or 'none'}", ii["passed"]),
-        (
-            iii["rule"],
-            f"p = {_number(iii['p'])} over {iii['pairs']} pairs ({iii['lower']} lower, "
-            f"{iii['higher']} higher)"
-            + (
-                f"; LCBench alone: p = {_number(iii['lcbench_only']['p'])}"
-                if "lcbench_only" in iii
-                else ""
-            ),
-            iii["passed"],
-        ),
-        (
-            iv["rule"],
-            f"{_share(iv.get('candidate'))} against {_share(iv.get('random+asha'))}"
-            if iv["passed"] is not None
-            else "mislead not run",
-            iv["passed"],
-        ),
-    ]
-    for rule, figure, passed in rows:
-        table.add_row(rule, figure, {True: "yes", False: "[red]no[/red]", None: "-"}[passed])
-    console.print(table)
+    _print_field(console, report["field"])
+    _print_default_checks(console, report["default_checks"])
     full = report["timing"]["full_run"]
     console.print(
         f"this run: {report['timing']['wall_s']:.1f} s; the full benchmark ({full['what']}) "
@@ -138,6 +106,74 @@ def _print_ranks(console: Any, report: dict[str, Any], candidate: str) -> None:
             _rank(row["mean_rank_lcbench"]),
             _rank(row["mean_rank_synthetic"]),
             ", ".join(row["first"]) or "-",
+        )
+    console.print(table)
+
+
+def _print_default_checks(console: Any, found: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    def span(values: list[float] | None, unit: str = "") -> str:
+        if not values:
+            return "-"
+        return f"{_share(values[0])}{unit}-{_share(values[1])}{unit}"
+
+    def failing(check: dict[str, Any]) -> str:
+        return f"; failing: {', '.join(check['failing'])}" if check["failing"] else ""
+
+    quick, adaptive = found["quick_to_fifo"], found["against_adaptive_asha"]
+    first, regret = found["first_in_rank"], found["regret"]
+    rows = [
+        (quick["rule"], f"{span(quick['range'])} on {quick['tasks']} tasks{failing(quick)}"),
+        (
+            adaptive["rule"],
+            f"{span(adaptive['range'], 'x')} on {adaptive['tasks']} tasks{failing(adaptive)}",
+        ),
+        (
+            first["rule"],
+            f"{_number(first['candidate'])}, next best {_number(first['next_best'])}, "
+            f"of {first['strategies']}",
+        ),
+        (
+            regret["rule"],
+            "; ".join(
+                f"{name}: {row['lower']} lower / {row['higher']} higher of {row['pairs']}, "
+                f"p = {_number(row['p'])}"
+                + (" (fewer seeds: not decided)" if name in regret["undecided"] else "")
+                for name, row in regret["against"].items()
+            )
+            or "-",
+        ),
+    ]
+    checks = [quick, adaptive, first, regret]
+    table = Table(
+        title=f"the checks of {found['candidate']}, the default (issue 42)", title_justify="left"
+    )
+    table.add_column("check")
+    table.add_column("figure")
+    table.add_column("passed")
+    for (rule, figure), check in zip(rows, checks, strict=True):
+        passed = check["passed"]
+        table.add_row(rule, figure, {True: "yes", False: "[red]no[/red]", None: "-"}[passed])
+    console.print(table)
+
+
+def _print_field(console: Any, field: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    table = Table(title=field["rule"], title_justify="left")
+    table.add_column("against")
+    table.add_column("pairs", justify="right")
+    table.add_column("lower", justify="right")
+    table.add_column("higher", justify="right")
+    table.add_column("p", justify="right")
+    for other, found in field["by_strategy"].items():
+        table.add_row(
+            other,
+            str(found["pairs"]),
+            str(found["lower"]),
+            str(found["higher"]),
+            "-" if found["p"] is None else f"{found['p']:.2g}",
         )
     console.print(table)
 

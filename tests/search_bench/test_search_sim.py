@@ -62,7 +62,10 @@ def test_a_tiny_run_writes_the_json_and_the_tables(
     assert checks["i_lcbench_half_budget"]["complete"] is False
     assert isinstance(checks["iv_mislead"]["passed"], bool)
     assert report["timing"]["full_run"]["wall_s_estimate"] > 0
-    assert "issue 22's checks of topk" in printed
+    assert "the checks of topk, the default" in printed
+    quick = written["default_checks"]["quick_to_fifo"]
+    assert quick["tasks"] == 1
+    assert isinstance(quick["passed"], bool)
     assert "extrapolates to" in printed
     assert printed.count(" 2 seeds, median final") == 2 * 3  # a line per problem x strategy
 

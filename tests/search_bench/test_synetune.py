@@ -11,10 +11,13 @@ import pytest
 
 import sweeplab
 from benchmarks.search import curves, sim
+from benchmarks.search._sim_default_checks import default_checks
+from benchmarks.search._sim_measures import against_the_field
 from benchmarks.search._sim_ranks import mean_ranks, rank_values
 from benchmarks.search._sim_strategies import (
     DEFAULT_SET,
     STRATEGIES,
+    SYNETUNE_BOHB_SEEDS,
     SYNETUNE_SLOW_SEEDS,
     SYNETUNE_STRATEGIES,
 )
@@ -246,7 +249,15 @@ def test_the_baselines_run_by_default_and_the_slow_ones_on_fewer_seeds() -> None
     assert sim.seeds_of(STRATEGIES["synetune-asha-cqr"], range(20)) == list(
         range(SYNETUNE_SLOW_SEEDS)
     )
-    assert sim.seeds_of(STRATEGIES["synetune-bohb"], range(20)) == list(range(20))
+    assert sim.seeds_of(STRATEGIES["synetune-bohb"], range(20)) == list(range(SYNETUNE_BOHB_SEEDS))
+    assert SYNETUNE_SLOW_SEEDS < SYNETUNE_BOHB_SEEDS < 20
+    assert sim.seeds_of(STRATEGIES["synetune-asha"], range(20)) == list(range(20))
+    # --all-seeds lifts the caps.
+    assert sim.seeds_of(STRATEGIES["synetune-asha-cqr"], range(20), capped=False) == list(range(20))
+    # Syne Tune's baselines run on the real curves only; sweeplab's strategies everywhere.
+    assert sim.runs_on(STRATEGIES["synetune-bohb"], "lcbench-126029")
+    assert not sim.runs_on(STRATEGIES["synetune-bohb"], "h3")
+    assert sim.runs_on(STRATEGIES["optuna+adaptive-asha"], "h3")
     assert sim.trial_limit(STRATEGIES["synetune-random"]) == sim.BUDGET_TRIALS
     assert sim.trial_limit(STRATEGIES["synetune-asha"]) == sim.EARLY_STOPPING_TRIALS
     with pytest.raises(ValueError, match="must be one of"):
@@ -291,3 +302,79 @@ def test_mean_ranks_over_problems_of_both_kinds() -> None:
     }
     assert (found["b"]["mean_rank"], found["b"]["seeds"]) == (2.0, 3)
     assert (found["c"]["mean_rank"], found["c"]["problems"]) == (2.0, 1)
+
+
+def test_the_candidate_is_paired_with_each_strategy_of_the_field_on_lcbench() -> None:
+    def runs(*regrets: float | None) -> dict[str, dict[str, Any]]:
+        return {str(seed): {"regret": r} for seed, r in enumerate(regrets)}
+
+    problems = {
+        "lcbench-1": {
+            "runs": {
+                "cand": runs(0.1, 0.2, 0.3, 0.1, 0.2, 0.1),
+                "synetune-bohb": runs(0.5, 0.6, 0.4, 0.3, 0.9, 0.8),
+                "synetune-asha-cqr": runs(0.05),  # one seed: one pair
+                "random+asha-g3": runs(9, 9, 9, 9, 9, 9),  # a grace: left out
+            }
+        },
+        "lcbench-2": {"runs": {"cand": runs(0.4, None), "synetune-bohb": runs(0.2, 0.1)}},
+        # Synthetic problems are not paired: their regrets are in other units.
+        "h3": {"runs": {"cand": runs(5.0), "synetune-bohb": runs(1.0)}},
+    }
+    found = against_the_field(problems, "cand")["by_strategy"]
+    assert set(found) == {"synetune-bohb", "synetune-asha-cqr"}
+    bohb = found["synetune-bohb"]
+    assert (bohb["pairs"], bohb["lower"], bohb["higher"]) == (7, 6, 1)
+    assert bohb["p"] < 0.05
+    assert bohb["passed"] is True
+    cqr = found["synetune-asha-cqr"]
+    assert (cqr["pairs"], cqr["lower"], cqr["higher"]) == (1, 0, 1)
+    assert cqr["p"] > 0.5
+
+
+def test_the_default_checks_decide_only_on_baselines_run_on_every_seed() -> None:
+    def summary(fifo: float | None) -> dict[str, Any]:
+        return {"to_fifo_target": {"median": fifo}}
+
+    def ranked(lcbench: float, seeds: int) -> dict[str, Any]:
+        return {"mean_rank_lcbench": lcbench, "seeds": seeds}
+
+    def paired(p: float) -> dict[str, Any]:
+        return {"pairs": 40, "lower": 30, "higher": 10, "p": p}
+
+    report: dict[str, Any] = {
+        "config": {"seeds": list(range(20))},
+        "problems": {
+            "lcbench-1": {"summary": {"cand": summary(0.3), "random+adaptive-asha": summary(0.3)}},
+            "lcbench-2": {"summary": {"cand": summary(0.6), "random+adaptive-asha": summary(0.5)}},
+            "h3": {"summary": {"cand": summary(0.9)}},  # not an LCBench task
+        },
+        "ranks": {
+            "by_strategy": {
+                "cand": ranked(1.5, 20),
+                "random+asha": ranked(3.0, 20),
+                "synetune-asha": ranked(2.5, 20),
+                "synetune-asha-cqr": ranked(2.0, 1),
+            }
+        },
+        "field": {
+            "by_strategy": {
+                "random+asha": paired(0.001),
+                "synetune-asha": paired(0.01),
+                "synetune-asha-cqr": paired(0.2),
+            }
+        },
+    }
+    found = default_checks(report, "cand")
+    assert found["quick_to_fifo"]["failing"] == ["lcbench-2"]
+    assert found["quick_to_fifo"]["passed"] is False
+    assert found["against_adaptive_asha"]["failing"] == ["lcbench-2"]  # 1.2x
+    assert found["first_in_rank"]["passed"] is True
+    # The best Syne Tune baseline by rank ran one seed of 20: shown, not decided.
+    assert set(found["regret"]["against"]) == {"random+asha", "synetune-asha-cqr"}
+    assert found["regret"]["undecided"] == ["synetune-asha-cqr"]
+    assert found["regret"]["passed"] is None
+    report["ranks"]["by_strategy"]["synetune-asha-cqr"]["seeds"] = 20
+    assert default_checks(report, "cand")["regret"]["passed"] is False  # p = 0.2
+    report["field"]["by_strategy"]["synetune-asha-cqr"]["p"] = 0.04
+    assert default_checks(report, "cand")["regret"]["passed"] is True
