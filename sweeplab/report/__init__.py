@@ -23,9 +23,10 @@ from sweeplab.report._compare import (
 )
 from sweeplab.report._compare_curves import anytime_curve, budget_tables
 from sweeplab.report._compare_html import write_comparison
-from sweeplab.report._figures import parameter_importance, sweep_figures
+from sweeplab.report._figures import parameter_importance
 from sweeplab.report._html import write_report
 from sweeplab.report._pareto import hypervolume_curve, pareto_figures
+from sweeplab.report._registry import sweep_figures
 from sweeplab.report._rungs import default_rung, rung_study
 from sweeplab.report._space import read_space, space_distributions
 from sweeplab.report._study import objective_study, sweep_study

@@ -7,9 +7,7 @@ import random
 from typing import TYPE_CHECKING, Any
 
 from sweeplab.keys import STATUS_DIVERGED
-from sweeplab.report._parallel import parallel_coordinates
-from sweeplab.report._rungs import _check_rung
-from sweeplab.report._study import _objective, _records
+from sweeplab.report._study import _records
 from sweeplab.report._table import objective
 from sweeplab.report._views import (
     DENSE_TRIALS,
@@ -19,9 +17,7 @@ from sweeplab.report._views import (
     View,
     add_view_buttons,
     rounded,
-    slice_figure,
     statuses,
-    sweep_views,
 )
 
 if TYPE_CHECKING:
@@ -29,7 +25,6 @@ if TYPE_CHECKING:
     import pandas as pd
     from plotly.graph_objects import Figure
 
-    from sweeplab.space import Space
     from sweeplab.tracking import SweepData
 
 # fANOVA fits a random forest: a fixed seed makes the importances, and the report, reproducible.
@@ -394,70 +389,3 @@ def importance_figure(views: list[View], default: int, metric: str) -> Figure:
     )
     figure.update_layout(annotations=layout["annotations"])
     return figure
-
-
-def sweep_figures(
-    data: SweepData,
-    *,
-    objective: str | None = None,
-    space: Space | None = None,
-    rung: int | str | None = None,
-) -> dict[str, Figure]:
-    """The views of a sweep, by title; every trial takes part, coloured by its status.
-
-    - ``optimization history``: each trial's ranked value (its best or last value, as the
-      sweep ranks; of a multi-objective sweep the objective's value at its point) in the
-      order Tune created them, and the best value so far.
-    - ``learning curves``: the objective at each reported step, one line per trial (one trace
-      per status; a curve of more than ``CURVE_POINTS`` (300) points through that many); dotted
-      lines at the rungs.
-    - ``parallel coordinates``: one line per trial through its status, its value in the view
-      and its params (log axes for log distributions; a ``none`` mark for a param of a branch
-      the trial did not take, and for a trial without a value).
-    - ``slice``: each param against the value in the view, one panel per param with the
-      trials that have it.
-    - ``parameter importance``: fANOVA (Optuna, seeded) over the trials with a value in the
-      view.
-
-    The last three can be read in each view of :func:`rung_study`: at each rung (the steps
-    where trials stopped), by best value so far, or by last value; plotly buttons above each
-    figure switch between them in the page. At a step, a trial that ended before it is drawn
-    at its last value, grey in the parallel coordinates and an open marker in the slice.
-
-    Of more than 500 trials (``DENSE_TRIALS``) the figures keep their data compact, every
-    trial still in every view: the parallel coordinates draw their lines in one trace per
-    colour, without hover, and the slice's hover names the trial and its value.
-
-    Args:
-        data: The sweep (`sweeplab.load_sweep`).
-        objective: The objective's name; ``None``: the sweep's metric (its first objective).
-        space: The sweep's search space (see :func:`sweep_study`).
-        rung: The view shown first (a step, ``"best"`` or ``"last"``); ``None``:
-            :func:`default_rung`, else the last value.
-
-    Raises:
-        ValueError: A bad ``rung`` or ``objective`` (see :func:`rung_study`).
-    """
-    _check_rung(rung)
-    name, mode = _objective(data, objective)
-    views, default = sweep_views(data, objective=name, space=space, rung=rung)
-    trials = views[default].trials
-    figures: dict[str, Figure] = {}
-    if not trials.rows:
-        for title in ("optimization history", "learning curves", "parallel coordinates", "slice"):
-            figures[title] = _note_figure(title.capitalize(), "no trial")
-        figures["parameter importance"] = _note_figure("Parameter importance", "no trial")
-        return figures
-    figures["optimization history"] = optimization_history(data, trials, name, mode)
-    if any(trials.curves):
-        figures["learning curves"] = learning_curves(views, name)
-    else:
-        figures["learning curves"] = _note_figure("Learning curves", f"no {name} points recorded")
-    if any(row.params for row in trials.rows):
-        figures["parallel coordinates"] = parallel_coordinates(views, default, mode)
-        figures["slice"] = slice_figure(views, default)
-    else:
-        figures["parallel coordinates"] = _note_figure("Parallel coordinates", "no params")
-        figures["slice"] = _note_figure("Slice", "no params")
-    figures["parameter importance"] = importance_figure(views, default, name)
-    return figures

@@ -9,8 +9,8 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sweeplab.report._figures import sweep_figures
 from sweeplab.report._pareto import pareto_figures
+from sweeplab.report._registry import REPORT_VIEWS, sweep_figures
 from sweeplab.report._space import read_space
 from sweeplab.report._study import sweep_study
 from sweeplab.report._table import ranked_table
@@ -138,51 +138,6 @@ def _facts(data: SweepData, wall_time: str) -> list[tuple[str, str]]:
     ]
 
 
-_SECTIONS = [
-    (
-        "learning-curves",
-        "Learning curves",
-        "learning curves",
-        "The metric at each reported step, one line per trial, every trial coloured by its"
-        " status. Dotted lines: the rungs the views below can be read at.",
-    ),
-    (
-        "parallel-coordinates",
-        "Parallel coordinates",
-        "parallel coordinates",
-        "Every trial is a line through its status, its value and its params. The buttons read"
-        " the value at a rung (by default the highest step that enough trials reached), as"
-        " the best value so far or as the last value. At a rung, a trial that ended before it"
-        " is grey, at its last value. Log-scale params are on log axes; a param of a branch"
-        " the trial did not take, or a trial without a value, sits on the <i>none</i> mark"
-        " below its axis. Hover a line for its trial and values.",
-    ),
-    (
-        "slice",
-        "Slice",
-        "slice",
-        "Each param against the value of the view the buttons choose, over the trials that"
-        " have it, coloured by status. An open marker: a trial that ended before the rung, at"
-        " its last value.",
-    ),
-    (
-        "optimization-history",
-        "Optimisation history",
-        "optimization history",
-        "Every trial in the order Tune created them, at the value the sweep ranks it by,"
-        " coloured by status, and the best value so far.",
-    ),
-    (
-        "importance",
-        "Parameter importance",
-        "parameter importance",
-        "fANOVA (Optuna, seeded) over the trials with a value in the view the buttons choose:"
-        " at a rung, the trials that reached it. Conditional params are left out; the branch"
-        " choice carries their effect.",
-    ),
-]
-
-
 def _figure_section(anchor: str, heading: str, figure: Figure, caption: str, level: int) -> str:
     return (
         f'<section id="{anchor}"><h{level}>{heading}</h{level}><figure>{_div(figure)}'
@@ -198,11 +153,12 @@ def _metric_sections(
     suffix: str = "",
     level: int = 2,
 ) -> list[str]:
-    """The views of one objective, one section each (anchors end in ``suffix``)."""
+    """The views of one objective, one section each in the order of ``REPORT_VIEWS`` (anchors
+    end in ``suffix``)."""
     figures = sweep_figures(data, objective=objective, space=space)
     return [
-        _figure_section(f"{anchor}{suffix}", heading, figures[key], caption, level)
-        for anchor, heading, key, caption in _SECTIONS
+        _figure_section(f"{view.anchor}{suffix}", view.title, figures[key], view.caption, level)
+        for key, view in REPORT_VIEWS.items()
     ]
 
 
