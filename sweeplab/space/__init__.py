@@ -41,10 +41,16 @@ from sweeplab.space._primitives import (
 )
 from sweeplab.space._serialize import load_space
 from sweeplab.space._space import Space, flatten_config
-from sweeplab.space._tune import SEARCHERS, TuneSearch, build_tune_search
+from sweeplab.space._tune import (
+    SearchCompiler,
+    TuneSearch,
+    compile_grid_search,
+    compile_hyperopt_search,
+    compile_optuna_search,
+    compile_random_search,
+)
 
 __all__ = [
-    "SEARCHERS",
     "Choice",
     "Conditional",
     "ConfigChange",
@@ -52,11 +58,15 @@ __all__ = [
     "IntRange",
     "OptunaSearcher",
     "Param",
+    "SearchCompiler",
     "Space",
     "TuneSearch",
     "adapt_config",
-    "build_tune_search",
     "choice",
+    "compile_grid_search",
+    "compile_hyperopt_search",
+    "compile_optuna_search",
+    "compile_random_search",
     "compile_to_hyperopt",
     "compile_to_optuna",
     "decode_config",

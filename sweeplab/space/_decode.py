@@ -110,11 +110,11 @@ def decode_config(space: Space, config: Mapping[str, Any]) -> dict[str, Any]:
     """Turns a config from any backend into the final nested shape, then validates it.
 
     Accepts configs from :meth:`Space.sample` (returned unchanged), from the searchers of
-    :func:`build_tune_search`, from an Optuna trial of :func:`compile_to_optuna` (``trial.params``
-    with '/'-joined keys, flat or unflattened) and from :func:`compile_to_hyperopt`. Quantized
-    values are snapped to their multiple of ``q`` (stepping at most one ``q`` into range),
-    integers become ``int``, constants are filled in from the space and keys that are not in the
-    space are dropped.
+    :func:`compile_random_search` and its siblings, from an Optuna trial of
+    :func:`compile_to_optuna` (``trial.params`` with '/'-joined keys, flat or unflattened) and
+    from :func:`compile_to_hyperopt`. Quantized values are snapped to their multiple of ``q``
+    (stepping at most one ``q`` into range), integers become ``int``, constants are filled in
+    from the space and keys that are not in the space are dropped.
 
     Raises:
         SpecError: If the config cannot be decoded, or the result is not a config of the space.

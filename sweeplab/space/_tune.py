@@ -1,10 +1,15 @@
-"""Compiling a space to Ray Tune: a searcher, the ``param_space`` and ``num_samples``."""
+"""Compiling a space to a Ray Tune search: a searcher, the ``param_space`` and ``num_samples``.
+
+One compile function per searcher, each with the same keyword arguments (`SearchCompiler`).
+Which names a sweep may use, and which function each name means, is the strategies registry's
+to say (``sweeplab.strategies.SEARCHERS``), not this layer's.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sweeplab.errors import SpecError
 from sweeplab.space._primitives import PARAM_TYPES, Choice, thaw
@@ -13,9 +18,14 @@ from sweeplab.space._space import Space
 if TYPE_CHECKING:
     from sweeplab.pareto import Constraint, Objective
 
-__all__ = ["SEARCHERS", "TuneSearch", "build_tune_search"]
-
-SEARCHERS = ("random", "grid", "optuna", "hyperopt")
+__all__ = [
+    "SearchCompiler",
+    "TuneSearch",
+    "compile_grid_search",
+    "compile_hyperopt_search",
+    "compile_optuna_search",
+    "compile_random_search",
+]
 
 
 @dataclass(frozen=True)
@@ -29,14 +39,159 @@ class TuneSearch:
     Attributes:
         search_alg: The searcher (None means Tune's default ``BasicVariantGenerator``).
         param_space: The ``param_space`` for ``Tuner``; empty unless Tune's own variant
-            generation resolves it (``"grid"``).
-        num_samples: ``TuneConfig.num_samples``: the trial count, or for ``"grid"`` the number
+            generation resolves it (grid search).
+        num_samples: ``TuneConfig.num_samples``: the trial count, or for grid search the number
             of repeats of the whole grid (``grid_size * num_samples`` trials in all).
     """
 
     search_alg: Any
     param_space: dict[str, Any] = field(default_factory=dict)
     num_samples: int = 1
+
+
+class SearchCompiler(Protocol):
+    """A searcher's compile function: ``space`` to the `TuneSearch` of one sweep.
+
+    Args:
+        space: The search space.
+        metric: The metric to optimise.
+        mode: ``"min"`` or ``"max"``.
+        seed: Seed for the searcher; the same seed gives the same suggestions.
+        num_trials: Trials to run; for grid search the number of repeats of the grid.
+        objectives: With several metrics, all of them (the first is ``metric`` and ``mode``).
+        constraints: With several metrics, each bounding an objective.
+
+    Raises:
+        SpecError: If ``mode`` or ``num_trials`` is not allowed, or the searcher cannot take
+            ``objectives``.
+    """
+
+    def __call__(
+        self,
+        space: Space | Mapping[str, Any],
+        *,
+        metric: str,
+        mode: str,
+        seed: int | None,
+        num_trials: int,
+        objectives: Sequence[Objective] = (),
+        constraints: Sequence[Constraint] = (),
+    ) -> TuneSearch: ...
+
+
+def compile_random_search(
+    space: Space | Mapping[str, Any],
+    *,
+    metric: str,
+    mode: str,
+    seed: int | None,
+    num_trials: int,
+    objectives: Sequence[Objective] = (),
+    constraints: Sequence[Constraint] = (),
+) -> TuneSearch:
+    """Random search: sweeplab's seeded sampler, its suggestions already in final shape.
+
+    Grid parameters are drawn like a ``choice``. It learns nothing, so it needs neither
+    ``objectives`` nor ``constraints``. See `SearchCompiler` for the arguments.
+    """
+    space = _checked_space(space, mode=mode, num_trials=num_trials)
+    from sweeplab.space._tune_ray import RandomSpaceSearcher
+
+    alg = RandomSpaceSearcher(space, metric=metric, mode=mode, seed=seed)
+    return TuneSearch(search_alg=alg, param_space={}, num_samples=num_trials)
+
+
+def compile_grid_search(
+    space: Space | Mapping[str, Any],
+    *,
+    metric: str,
+    mode: str,
+    seed: int | None,
+    num_trials: int,
+    objectives: Sequence[Objective] = (),
+    constraints: Sequence[Constraint] = (),
+) -> TuneSearch:
+    """Grid search: every ``grid`` parameter exhausted by Tune's ``BasicVariantGenerator``.
+
+    The rest is drawn by sweeplab's sampler from Tune's seeded generator; ``num_trials`` is the
+    number of repeats of the whole grid. It learns nothing, so it needs neither ``objectives``
+    nor ``constraints``. See `SearchCompiler` for the arguments.
+    """
+    space = _checked_space(space, mode=mode, num_trials=num_trials)
+    from ray.tune.search import BasicVariantGenerator
+
+    alg = BasicVariantGenerator(random_state=seed)
+    return TuneSearch(search_alg=alg, param_space=_grid_param_space(space), num_samples=num_trials)
+
+
+def compile_optuna_search(
+    space: Space | Mapping[str, Any],
+    *,
+    metric: str,
+    mode: str,
+    seed: int | None,
+    num_trials: int,
+    objectives: Sequence[Objective] = (),
+    constraints: Sequence[Constraint] = (),
+) -> TuneSearch:
+    """``OptunaSearcher()``: ``OptunaSearch`` with a seeded sampler over :func:`compile_to_optuna`.
+
+    Grid parameters are drawn like a ``choice``. With several ``objectives`` it models them
+    together, and ``constraints`` mark the trials that break them infeasible. See
+    `SearchCompiler` for the arguments.
+    """
+    space = _checked_space(space, mode=mode, num_trials=num_trials)
+    from sweeplab.space._optuna_searcher import OptunaSearcher
+
+    alg = OptunaSearcher().build(
+        space,
+        metric=metric,
+        mode=mode,
+        seed=seed,
+        num_trials=num_trials,
+        objectives=objectives,
+        constraints=constraints,
+    )
+    return TuneSearch(search_alg=alg, param_space={}, num_samples=num_trials)
+
+
+def compile_hyperopt_search(
+    space: Space | Mapping[str, Any],
+    *,
+    metric: str,
+    mode: str,
+    seed: int | None,
+    num_trials: int,
+    objectives: Sequence[Objective] = (),
+    constraints: Sequence[Constraint] = (),
+) -> TuneSearch:
+    """``HyperOptSearch`` over :func:`compile_to_hyperopt`; it takes one metric.
+
+    Grid parameters are drawn like a ``choice``. See `SearchCompiler` for the arguments.
+    """
+    space = _checked_space(space, mode=mode, num_trials=num_trials)
+    if len(objectives) > 1:
+        raise SpecError(
+            f"searcher 'hyperopt' takes one metric, but got {len(objectives)} objectives."
+        )
+    from ray.tune.search.hyperopt import HyperOptSearch
+
+    from sweeplab.space._hyperopt import compile_to_hyperopt
+
+    alg = HyperOptSearch(
+        space=compile_to_hyperopt(space), metric=metric, mode=mode, random_state_seed=seed
+    )
+    return TuneSearch(search_alg=alg, param_space={}, num_samples=num_trials)
+
+
+def _checked_space(space: Space | Mapping[str, Any], *, mode: str, num_trials: int) -> Space:
+    """``space`` as a `Space`, once ``mode`` and ``num_trials`` are known to be allowed."""
+    space = Space(space)
+    if mode not in ("min", "max"):
+        raise SpecError(f"mode must be 'min' or 'max', but got {mode!r}.")
+    if isinstance(num_trials, bool) or not isinstance(num_trials, int) or num_trials < 1:
+        raise SpecError(f"num_trials must be an integer >= 1, but got {num_trials!r}.")
+    return space
 
 
 def _grid_param_space(space: Space) -> dict[str, Any]:
@@ -67,86 +222,3 @@ def _has_grid(tree: Mapping[str, Any]) -> bool:
         (isinstance(v, Choice) and v.grid) or (isinstance(v, dict) and _has_grid(v))
         for v in tree.values()
     )
-
-
-def build_tune_search(
-    space: Space | Mapping[str, Any],
-    searcher: str,
-    *,
-    metric: str,
-    mode: str,
-    seed: int | None,
-    num_trials: int,
-    objectives: Sequence[Objective] = (),
-    constraints: Sequence[Constraint] = (),
-) -> TuneSearch:
-    """Compiles ``space`` for ``searcher``.
-
-    Args:
-        space: The search space.
-        searcher: ``"random"`` (sweeplab's seeded sampler, suggestions already in final shape),
-            ``"grid"`` (every ``grid`` parameter exhausted by Tune's ``BasicVariantGenerator``,
-            the rest drawn by sweeplab's sampler from Tune's seeded generator), ``"optuna"``
-            (``OptunaSearcher()``: ``OptunaSearch`` with a seeded sampler over
-            :func:`compile_to_optuna`) or
-            ``"hyperopt"`` (``HyperOptSearch`` over :func:`compile_to_hyperopt`). Outside
-            ``"grid"``, grid parameters are drawn like a ``choice``.
-        metric: The metric to optimise.
-        mode: ``"min"`` or ``"max"``.
-        seed: Seed for the searcher; the same seed gives the same suggestions.
-        num_trials: Trials to run; for ``"grid"`` the number of repeats of the grid.
-        objectives: With several metrics, all of them (the first is ``metric`` and ``mode``):
-            ``"optuna"`` then models them together, with ``constraints`` (each bounding an
-            objective) marking the trials that break them infeasible. ``"random"`` and
-            ``"grid"`` learn nothing, so they need neither; ``"hyperopt"`` takes one metric.
-        constraints: See ``objectives``.
-
-    Raises:
-        SpecError: If ``searcher``, ``mode`` or ``num_trials`` is not allowed, or ``searcher``
-            cannot take ``objectives``.
-    """
-    space = Space(space)
-    if searcher not in SEARCHERS:
-        raise SpecError(f"searcher must be one of {list(SEARCHERS)}, but got {searcher!r}.")
-    if mode not in ("min", "max"):
-        raise SpecError(f"mode must be 'min' or 'max', but got {mode!r}.")
-    if isinstance(num_trials, bool) or not isinstance(num_trials, int) or num_trials < 1:
-        raise SpecError(f"num_trials must be an integer >= 1, but got {num_trials!r}.")
-    if len(objectives) > 1 and searcher == "hyperopt":
-        raise SpecError(
-            f"searcher 'hyperopt' takes one metric, but got {len(objectives)} objectives."
-        )
-
-    if searcher == "random":
-        from sweeplab.space._tune_ray import RandomSpaceSearcher
-
-        alg: Any = RandomSpaceSearcher(space, metric=metric, mode=mode, seed=seed)
-        return TuneSearch(search_alg=alg, param_space={}, num_samples=num_trials)
-    if searcher == "grid":
-        from ray.tune.search import BasicVariantGenerator
-
-        alg = BasicVariantGenerator(random_state=seed)
-        return TuneSearch(
-            search_alg=alg, param_space=_grid_param_space(space), num_samples=num_trials
-        )
-    if searcher == "optuna":
-        from sweeplab.space._optuna_searcher import OptunaSearcher
-
-        alg = OptunaSearcher().build(
-            space,
-            metric=metric,
-            mode=mode,
-            seed=seed,
-            num_trials=num_trials,
-            objectives=objectives,
-            constraints=constraints,
-        )
-        return TuneSearch(search_alg=alg, param_space={}, num_samples=num_trials)
-    from ray.tune.search.hyperopt import HyperOptSearch
-
-    from sweeplab.space._hyperopt import compile_to_hyperopt
-
-    alg = HyperOptSearch(
-        space=compile_to_hyperopt(space), metric=metric, mode=mode, random_state_seed=seed
-    )
-    return TuneSearch(search_alg=alg, param_space={}, num_samples=num_trials)

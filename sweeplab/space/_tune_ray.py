@@ -1,4 +1,4 @@
-"""The Ray Tune classes behind :func:`build_tune_search`; importing this module imports Ray."""
+"""The Ray Tune classes behind the ``compile_*_search`` functions; importing this imports Ray."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from sweeplab.strategies import SchedulerTraits, strategy_rule_break
 
 __all__ = ["PLACEMENT_STRATEGIES", "SCHEDULERS", "SEARCHERS", "Sweep"]
 
+# The registry's names (`sweeplab.strategies`), as tuples: the spec's messages list them.
 SEARCHERS = tuple(strategies.SEARCHERS)
 SCHEDULERS = tuple(strategies.SCHEDULERS)
 PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")

@@ -1,9 +1,10 @@
 """The tuning strategies: every named scheduler and searcher, and what a sweep's pair does.
 
 One registry (`SCHEDULERS`, `SEARCHERS`) maps each name to its builder, its traits, the rules
-a sweep using it must keep and its preview. The spec's checks, the engine's Tuner and
-``sweeplab preview`` read it. A configured Tune scheduler object's traits come from its Tune
-class or are declared (`SchedulerTraits`), never guessed.
+a sweep using it must keep and its preview; a searcher's builder is its compile function from
+`sweeplab.space`, and `build_tune_search` compiles a space for a searcher's name. The spec's
+checks, the engine's Tuner and ``sweeplab preview`` read it. A configured Tune scheduler
+object's traits come from its Tune class or are declared (`SchedulerTraits`), never guessed.
 
 Ray is imported only when a scheduler or search is built; the Ray-side classes below
 (`HyperBand`, `LineagePBT`, `MultiObjectiveASHA`, `TrialFeedbackSearcher`, ...) are imported
@@ -17,7 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from sweeplab.strategies._builders import ExploitHook, SchedulerSetup
 from sweeplab.strategies._defaults import DEFAULTS_DOC, StrategyChoice, default_strategy
-from sweeplab.strategies._registry import SCHEDULERS, SEARCHERS, SchedulerEntry, SearcherEntry
+from sweeplab.strategies._registry import (
+    SCHEDULERS,
+    SEARCHERS,
+    SchedulerEntry,
+    SearcherEntry,
+    build_tune_search,
+)
 from sweeplab.strategies._schedule import (
     ASHA_REDUCTION_FACTOR,
     HYPERBAND_REDUCTION_FACTOR,
@@ -82,6 +89,7 @@ __all__ = [
     "TrialPlan",
     "build_scheduler",
     "build_search",
+    "build_tune_search",
     "default_strategy",
     "hyperband_brackets",
     "hyperopt_loss",

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from sweeplab.space import TuneSearch, build_tune_search
+from sweeplab.space import SearchCompiler, TuneSearch, compile_grid_search
 from sweeplab.strategies._schedule import (
     ASHA_REDUCTION_FACTOR,
     HYPERBAND_REDUCTION_FACTOR,
@@ -24,7 +24,7 @@ __all__ = [
     "build_hyperband",
     "build_median",
     "build_pbt",
-    "compiled_search",
+    "compile_search",
     "population_search",
 ]
 
@@ -134,15 +134,17 @@ def build_pbt(sweep: StrategySweep, setup: SchedulerSetup) -> Any:
     )
 
 
-def compiled_search(searcher: str) -> Callable[[StrategySweep], TuneSearch]:
-    """The builder of the named `searcher`: the sweep's space compiled for it (see
-    `build_tune_search`)."""
-
-    def build(sweep: StrategySweep) -> TuneSearch:
-        return _compile(sweep, searcher)
-
-    build.__name__ = build.__qualname__ = f"compiled_search({searcher!r})"
-    return build
+def compile_search(compiler: SearchCompiler, sweep: StrategySweep) -> TuneSearch:
+    """The `TuneSearch` that `compiler` makes of the sweep's space, metrics, seed and trials."""
+    return compiler(
+        sweep.space,
+        metric=sweep.metric,
+        mode=sweep.mode,
+        seed=sweep.seed,
+        num_trials=sweep.num_trials,
+        objectives=sweep.objectives,
+        constraints=sweep.constraints,
+    )
 
 
 def population_search(sweep: StrategySweep) -> TuneSearch:
@@ -153,20 +155,7 @@ def population_search(sweep: StrategySweep) -> TuneSearch:
     """
     from sweeplab.strategies._pbt import PopulationVariantGenerator
 
-    search = _compile(sweep, "grid")
+    search = compile_search(compile_grid_search, sweep)
     return dataclasses.replace(
         search, search_alg=PopulationVariantGenerator(random_state=sweep.seed)
-    )
-
-
-def _compile(sweep: StrategySweep, searcher: str) -> TuneSearch:
-    return build_tune_search(
-        sweep.space,
-        searcher,
-        metric=sweep.metric,
-        mode=sweep.mode,
-        seed=sweep.seed,
-        num_trials=sweep.num_trials,
-        objectives=sweep.objectives,
-        constraints=sweep.constraints,
     )

@@ -1,18 +1,28 @@
 """Every named scheduler and searcher, each with all that sweeplab knows of it.
 
-A name maps to an entry holding its builder, its traits, the rules a sweep using it must keep
-and its preview. The spec's checks, the engine's Tuner, the scheduler traits and the trial plan
-all read these entries, so a strategy is added (or changed) here and nowhere else.
+A name maps to an entry holding its builder (for a searcher, its compile function from
+`sweeplab.space`), its traits, the rules a sweep using it must keep and its preview. The spec's
+checks, the engine's Tuner, the scheduler traits, the trial plan and `build_tune_search` all read
+these entries, so a strategy is added (or changed) here and nowhere else.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sweeplab.space import TuneSearch
+from sweeplab.errors import SpecError
+from sweeplab.space import (
+    SearchCompiler,
+    Space,
+    TuneSearch,
+    compile_grid_search,
+    compile_hyperopt_search,
+    compile_optuna_search,
+    compile_random_search,
+)
 from sweeplab.strategies._builders import (
     SchedulerSetup,
     build_adaptive_asha,
@@ -21,7 +31,7 @@ from sweeplab.strategies._builders import (
     build_hyperband,
     build_median,
     build_pbt,
-    compiled_search,
+    compile_search,
     population_search,
 )
 from sweeplab.strategies._schedule import (
@@ -37,7 +47,17 @@ from sweeplab.strategies._schedule import (
 from sweeplab.strategies._sweep import RuleBreak, StrategySweep
 from sweeplab.strategies._traits import SchedulerTraits
 
-__all__ = ["SCHEDULERS", "SEARCHERS", "WARM_START_RULE", "SchedulerEntry", "SearcherEntry"]
+if TYPE_CHECKING:
+    from sweeplab.pareto import Constraint, Objective
+
+__all__ = [
+    "SCHEDULERS",
+    "SEARCHERS",
+    "WARM_START_RULE",
+    "SchedulerEntry",
+    "SearcherEntry",
+    "build_tune_search",
+]
 
 Rule = Callable[[StrategySweep], RuleBreak | None]
 SearchBuilder = Callable[[StrategySweep], TuneSearch]
@@ -86,7 +106,8 @@ class SearcherEntry:
 
     Attributes:
         name: Its name in ``Sweep(searcher=...)``.
-        build: Its `TuneSearch` (search algorithm, param space, num_samples) for the sweep.
+        compile: Its compile function: a space, metrics, seed and trial count to its
+            `TuneSearch` (search algorithm, param space, num_samples).
         validate: The rule a sweep with it breaks, if any (checked by `sweeplab.Sweep`).
         takes_warm_start: Whether a warm start's configs can be tried first.
         repeats_grid: Whether each of the sweep's ``num_trials`` is a run over the whole grid
@@ -95,11 +116,15 @@ class SearcherEntry:
     """
 
     name: str
-    build: SearchBuilder
+    compile: SearchCompiler
     validate: Rule
     takes_warm_start: bool
     repeats_grid: bool = False
     multi_objective: bool = False
+
+    def build(self, sweep: StrategySweep) -> TuneSearch:
+        """Its `TuneSearch` for the sweep: the sweep's space compiled by `compile`."""
+        return compile_search(self.compile, sweep)
 
 
 def _pbt_rule(sweep: StrategySweep) -> RuleBreak | None:
@@ -184,14 +209,14 @@ SEARCHERS: Mapping[str, SearcherEntry] = MappingProxyType(
             SearcherEntry(
                 name="random",
                 multi_objective=True,
-                build=compiled_search("random"),
+                compile=compile_random_search,
                 validate=no_rule,
                 takes_warm_start=True,
             ),
             SearcherEntry(
                 name="grid",
                 multi_objective=True,
-                build=compiled_search("grid"),
+                compile=compile_grid_search,
                 validate=_grid_rule,
                 takes_warm_start=False,
                 repeats_grid=True,
@@ -199,16 +224,61 @@ SEARCHERS: Mapping[str, SearcherEntry] = MappingProxyType(
             SearcherEntry(
                 name="optuna",
                 multi_objective=True,
-                build=compiled_search("optuna"),
+                compile=compile_optuna_search,
                 validate=no_rule,
                 takes_warm_start=True,
             ),
             SearcherEntry(
                 name="hyperopt",
-                build=compiled_search("hyperopt"),
+                compile=compile_hyperopt_search,
                 validate=no_rule,
                 takes_warm_start=True,
             ),
         )
     }
 )
+
+
+def build_tune_search(
+    space: Space | Mapping[str, Any],
+    searcher: str,
+    *,
+    metric: str,
+    mode: str,
+    seed: int | None,
+    num_trials: int,
+    objectives: Sequence[Objective] = (),
+    constraints: Sequence[Constraint] = (),
+) -> TuneSearch:
+    """Compiles ``space`` for the named ``searcher``: its entry's compile function.
+
+    Args:
+        space: The search space.
+        searcher: A name in `SEARCHERS`; what its compile function (a ``compile_*_search`` of
+            `sweeplab.space`) builds is documented there.
+        metric: The metric to optimise.
+        mode: ``"min"`` or ``"max"``.
+        seed: Seed for the searcher; the same seed gives the same suggestions.
+        num_trials: Trials to run; for a searcher that repeats the grid
+            (`SearcherEntry.repeats_grid`), the number of repeats of the grid.
+        objectives: With several metrics, all of them (the first is ``metric`` and ``mode``),
+            for a searcher that takes several (`SearcherEntry.multi_objective`).
+        constraints: With several metrics, each bounding an objective.
+
+    Raises:
+        SpecError: If ``searcher``, ``mode`` or ``num_trials`` is not allowed, or ``searcher``
+            cannot take ``objectives``.
+    """
+    space = Space(space)
+    entry = SEARCHERS.get(searcher) if isinstance(searcher, str) else None
+    if entry is None:
+        raise SpecError(f"searcher must be one of {list(SEARCHERS)}, but got {searcher!r}.")
+    return entry.compile(
+        space,
+        metric=metric,
+        mode=mode,
+        seed=seed,
+        num_trials=num_trials,
+        objectives=objectives,
+        constraints=constraints,
+    )

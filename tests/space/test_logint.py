@@ -19,7 +19,6 @@ from sweeplab.errors import SpecError
 from sweeplab.space import (
     IntRange,
     Space,
-    build_tune_search,
     compile_to_hyperopt,
     compile_to_optuna,
     decode_config,
@@ -30,6 +29,7 @@ from sweeplab.space import (
     qloguniform,
     randint,
 )
+from sweeplab.strategies import build_tune_search
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 

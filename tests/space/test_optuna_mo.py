@@ -18,9 +18,14 @@ from optuna.trial import TrialState
 from sweeplab import OptunaSearcher, SpecError, Sweep, uniform
 from sweeplab.pareto import Objective, front_numbers, parse_constraint
 from sweeplab.raycompat import optuna_study
-from sweeplab.space import Space, build_tune_search
+from sweeplab.space import Space
 from sweeplab.space._optuna_mo import ConstraintViolations, ToldValuesSampler
-from sweeplab.strategies import TrialFeedbackSearcher, build_search, with_trial_feedback
+from sweeplab.strategies import (
+    TrialFeedbackSearcher,
+    build_search,
+    build_tune_search,
+    with_trial_feedback,
+)
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 

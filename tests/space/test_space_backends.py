@@ -15,7 +15,6 @@ import pytest
 from sweeplab.errors import SpecError
 from sweeplab.space import (
     Space,
-    build_tune_search,
     choice,
     compile_to_hyperopt,
     compile_to_optuna,
@@ -30,6 +29,7 @@ from sweeplab.space import (
     randint,
     uniform,
 )
+from sweeplab.strategies import build_tune_search
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,6 +13,7 @@ import pytest
 import sweeplab
 import sweeplab.spec
 from sweeplab import SchedulerTraits, SpecError, Sweep, grid, loguniform
+from sweeplab.pareto import Objective
 from sweeplab.strategies import (
     SCHEDULERS,
     SEARCHERS,
@@ -22,6 +23,7 @@ from sweeplab.strategies import (
     SearcherEntry,
     build_scheduler,
     build_search,
+    build_tune_search,
     scheduler_traits,
     total_trials,
     trial_plan,
@@ -77,6 +79,28 @@ def test_searcher_entry_is_complete(name: str) -> None:
     assert isinstance(entry, SearcherEntry) and entry.name == name
     assert callable(entry.build) and callable(entry.validate)
     assert isinstance(entry.takes_warm_start, bool) and isinstance(entry.repeats_grid, bool)
+
+
+@pytest.mark.parametrize("name", [name for name, e in SEARCHERS.items() if not e.multi_objective])
+def test_a_searcher_of_one_metric_refuses_several_when_compiled(name: str) -> None:
+    # The entry's flag is what the spec checks; its compile function must agree with it.
+    objectives = (Objective("loss", "min"), Objective("latency", "min"))
+    with pytest.raises(SpecError, match="takes one metric"):
+        build_tune_search(
+            BASE["space"],
+            name,
+            metric="loss",
+            mode="min",
+            seed=0,
+            num_trials=1,
+            objectives=objectives,
+        )
+
+
+def test_build_tune_search_names_the_registrys_searchers() -> None:
+    with pytest.raises(SpecError) as caught:
+        build_tune_search(BASE["space"], "bohb", metric="loss", mode="min", seed=0, num_trials=1)
+    assert str(caught.value) == f"searcher must be one of {list(SEARCHERS)}, but got 'bohb'."
 
 
 def test_entries_are_frozen() -> None:
