@@ -80,10 +80,10 @@ def test_preview_with_num_trials_shows_the_plan_sweep_would_run(tmp_path: Path) 
 
 
 def test_preview_and_sweep_share_every_flag_that_changes_the_plan() -> None:
-    from sweeplab.cli import _parser
+    from sweeplab.cli._parser import build_parser
 
     def options(command: str) -> set[str]:
-        sub = next(a for a in _parser()._actions if a.dest == "command")
+        sub = next(a for a in build_parser()._actions if a.dest == "command")
         parser = sub.choices[command]  # type: ignore[attr-defined]
         return {s for a in parser._actions for s in a.option_strings}
 

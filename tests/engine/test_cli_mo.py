@@ -19,7 +19,8 @@ from mlflow_store import store_uri
 from rich.console import Console
 from toy_spec import record_sweep, write_spec
 
-from sweeplab.cli import _print_outcome, main
+from sweeplab.cli import main
+from sweeplab.cli._sweep import _print_outcome
 from sweeplab.pareto import Objective
 from sweeplab.tracking import SweepSummary, best_config_document
 from tests.tracking.test_pareto_ranking import EXPECTED, _feed, _tracker

@@ -126,13 +126,13 @@ def test_a_bad_stall_timeout_is_refused(timeout: Any) -> None:
 
 @pytest.mark.parametrize(("text", "ok"), [("3", True), ("0.5", True), ("0", False), ("x", False)])
 def test_the_stall_timeout_flag(text: str, ok: bool, capsys: pytest.CaptureFixture[str]) -> None:
-    from sweeplab.cli import _parser
+    from sweeplab.cli._parser import build_parser
 
     argv = ["sweep", "spec.py", "--stall-timeout", text, "--fail-on-stall"]
     if ok:
-        args = _parser().parse_args(argv)
+        args = build_parser().parse_args(argv)
         assert args.stall_timeout == float(text) and args.fail_on_stall
     else:
         with pytest.raises(SystemExit):
-            _parser().parse_args(argv)
+            build_parser().parse_args(argv)
         assert "must be a number of seconds > 0" in capsys.readouterr().err

@@ -148,7 +148,9 @@ def test_best_tells_the_diverged_trials_from_the_document(
 ) -> None:
     import argparse
 
-    from sweeplab.cli import _console, _print_diverged, main
+    from sweeplab.cli import main
+    from sweeplab.cli._output import new_console
+    from sweeplab.cli._reads import _print_diverged
 
     _sweep(store, tmp_path / "d", "delta", {"t7": float("nan"), "t8": 0.2, "t9": 0.3})
     best = quick_best("delta", store)
@@ -162,5 +164,5 @@ def test_best_tells_the_diverged_trials_from_the_document(
     # A document written before it listed them: the same line, from every ranked trial.
     older = {k: v for k, v in best.items() if k not in ("trials", "diverged")}
     args = argparse.Namespace(sweep="delta", tracking_uri=store)
-    _print_diverged(_console(), args, older)
+    _print_diverged(new_console(), args, older)
     assert capsys.readouterr().out == printed[printed.index("diverged") :]
