@@ -12,8 +12,8 @@ Each MLflow call costs the driver milliseconds of CPU, so a running trial's data
 ``set_terminated``). A trial that has ended, a drain and a large backlog are sent at once.
 
 Where a bulk writer is given (:mod:`sweeplab.tracking._bulk`, for a SQL store), the buffers it
-can take are written through it instead, up to :data:`BULK_RUNS` runs per transaction; the
-rest, and any batch it fails to write, go through MLflow's client.
+can take are written through it instead (:mod:`sweeplab.tracking._bulk_delivery`), many runs
+per transaction; the rest, and any batch it fails to write, go through MLflow's client.
 """
 
 from __future__ import annotations
@@ -24,62 +24,26 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sweeplab.keys import TRIAL_ID_TAG
-from sweeplab.tracking._bulk import RUN_NAME_TAG, BulkRun, SqlBulk, new_run_id
+from sweeplab.tracking._bulk import RUN_NAME_TAG, SqlBulk
+from sweeplab.tracking._bulk_delivery import BulkDelivery
+from sweeplab.tracking._run_buffer import (
+    MAX_METRICS_PER_BATCH,
+    MAX_PARAM_LENGTH,
+    MAX_PARAMS_TAGS_PER_BATCH,
+    MAX_TAG_LENGTH,
+    MetricPoint,
+    RunBuffer,
+    unlogged,
+)
 
 logger = logging.getLogger(__name__)
 
-MAX_METRICS_PER_BATCH = 1000  # mlflow.utils.validation.MAX_METRICS_PER_BATCH
-MAX_PARAMS_TAGS_PER_BATCH = 100  # mlflow.utils.validation.MAX_PARAMS_TAGS_PER_BATCH
-BULK_RUNS = 200
 QUIET_URLS = "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"  # mlflow.environment_variables
-MAX_PARAM_LENGTH = 6000
-MAX_TAG_LENGTH = 8000
 PARENT_TAG = "mlflow.parentRunId"
-
-# (key, value, timestamp in ms, step)
-MetricPoint = tuple[str, float, int, int]
-
-
-@dataclass
-class _RunBuffer:
-    """What is waiting to be sent for one trial's child run."""
-
-    trial_id: str
-    run_id: str | None = None
-    create_tags: dict[str, str] = field(default_factory=dict)
-    run_name: str | None = None
-    start_time: int | None = None
-    reopen: bool = False
-    params: dict[str, str] = field(default_factory=dict)
-    tags: dict[str, str] = field(default_factory=dict)
-    metrics: list[MetricPoint] = field(default_factory=list)
-    terminal: str | None = None
-    end_time: int | None = None
-    # Steps already in MLflow per metric key; ``None`` until read back for a reused run.
-    logged: dict[str, set[tuple[int, float]]] | None = None
-    create_failed: bool = False
-    # When the oldest data not yet sent arrived (``time.monotonic()``); None when none waits.
-    since: float | None = None
-
-    def note_waiting(self) -> None:
-        """Marks the time the oldest unsent data arrived, if nothing was waiting before."""
-        if self.since is None:
-            self.since = time.monotonic()
-
-    def pending(self) -> int:
-        return (
-            len(self.metrics)
-            + len(self.params)
-            + len(self.tags)
-            + (self.run_id is None)
-            + self.reopen
-            + (self.terminal is not None)
-        )
 
 
 def _is_permanent(error: Exception) -> bool:
@@ -120,7 +84,7 @@ class Flusher:
         bulk_factory: Callable[[], SqlBulk | None] | None = None,
     ) -> None:
         self._bulk_factory = bulk_factory
-        self._bulk: SqlBulk | None = None
+        self._bulk: BulkDelivery | None = None
         self._client_factory = client_factory
         self._experiment_id = experiment_id
         self._parent_run_id = parent_run_id
@@ -129,10 +93,10 @@ class Flusher:
         self._hold_s = hold_s
         self._wake_at = wake_at
         self._draining = 0
-        self._buffers: dict[str, _RunBuffer] = {}
+        self._buffers: dict[str, RunBuffer] = {}
         # The buffers that may hold data to send: a sweep's ended trials leave it, so that the
         # work per event and per flush does not grow with the number of trials.
-        self._waiting: dict[str, _RunBuffer] = {}
+        self._waiting: dict[str, RunBuffer] = {}
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._wake = threading.Event()
@@ -143,7 +107,12 @@ class Flusher:
         self._thread: threading.Thread | None = None
         self._url_printing: str | None = None
         self.dropped: list[dict[str, Any]] = []
-        self.delivered_points = 0
+        self._client_points = 0
+
+    @property
+    def delivered_points(self) -> int:
+        """The metric points delivered so far, through MLflow's client and the bulk writer."""
+        return self._client_points + (self._bulk.delivered_points if self._bulk is not None else 0)
 
     # -- producer side (any thread; never blocks on I/O) ------------------------------------
 
@@ -170,7 +139,7 @@ class Flusher:
         with self._lock:
             if trial_id in self._buffers:
                 return
-            buffer = _RunBuffer(trial_id=trial_id, run_id=existing_run_id, run_name=run_name)
+            buffer = RunBuffer(trial_id=trial_id, run_id=existing_run_id, run_name=run_name)
             if existing_run_id is None:
                 buffer.create_tags = {**tags, PARENT_TAG: self._parent_run_id}
                 buffer.start_time = int(time.time() * 1000)
@@ -226,7 +195,7 @@ class Flusher:
     def _pending_locked(self) -> int:
         return sum(buffer.pending() for buffer in self._waiting.values())
 
-    def _note_waiting(self, buffer: _RunBuffer) -> None:
+    def _note_waiting(self, buffer: RunBuffer) -> None:
         buffer.note_waiting()
         self._waiting[buffer.trial_id] = buffer
 
@@ -293,7 +262,9 @@ class Flusher:
     def _run(self) -> None:
         client = self._client_factory()
         if self._bulk_factory is not None:
-            self._bulk = self._bulk_factory()
+            bulk = self._bulk_factory()
+            if bulk is not None:
+                self._bulk = BulkDelivery(bulk, buffers=self._buffers, lock=self._lock)
         while True:
             self._wake.wait(self._interval_s)
             self._wake.clear()
@@ -321,7 +292,7 @@ class Flusher:
             self._busy = True
         try:
             if self._bulk is not None:
-                trial_ids = self._flush_bulk(self._bulk, trial_ids)
+                trial_ids = self._bulk.flush(trial_ids)
             for trial_id in trial_ids:
                 self._flush_one(client, trial_id)
         except Exception as error:
@@ -394,7 +365,7 @@ class Flusher:
             if metrics and buffer.logged is None:  # arrived after the check above
                 buffer.metrics, metrics = metrics, []
             logged = buffer.logged if buffer.logged is not None else {}
-        fresh = _unlogged(metrics, logged)
+        fresh = unlogged(metrics, logged)
         for key, value, _, step in fresh:
             logged.setdefault(key, set()).add((step, value))
         param_items = [Param(k, v[:MAX_PARAM_LENGTH]) for k, v in params.items()]
@@ -426,7 +397,7 @@ class Flusher:
                         }
                     )
                 sent_metrics += len(chunk)
-                self.delivered_points += len(chunk)
+                self._client_points += len(chunk)
                 del param_items[: len(batch_params)]
                 del tag_items[: len(batch_tags)]
         except Exception:
@@ -449,75 +420,6 @@ class Flusher:
         with self._lock:
             buffer.since = time.monotonic() if buffer.pending() else None
 
-    def _flush_bulk(self, bulk: SqlBulk, trial_ids: list[str]) -> list[str]:
-        """Writes the buffers `bulk` can take, :data:`BULK_RUNS` runs per transaction; returns
-        the trials left for MLflow's client."""
-        taken: list[_Taken] = []
-        rest: list[str] = []
-        with self._lock:  # what a bulk write takes leaves the buffers until it fails
-            for trial_id in trial_ids:
-                buffer = self._buffers[trial_id]
-                run = _bulk_run(buffer)
-                if run is None or not bulk.accepts(run):
-                    rest.append(trial_id)
-                    continue
-                taken.append(_Taken(buffer, run, buffer.metrics, buffer.params, buffer.tags))
-                buffer.metrics, buffer.params, buffer.tags = [], {}, {}
-        try:
-            reused = [t.run.run_id for t in taken if not t.run.create]
-            active = bulk.existing(reused, active=True) if reused else set()
-        except Exception:
-            self._restore(taken)
-            raise
-        deleted = [t for t in taken if not t.run.create and t.run.run_id not in active]
-        self._restore(deleted)
-        rest += [t.buffer.trial_id for t in deleted]
-        taken = [t for t in taken if t.run.create or t.run.run_id in active]
-        for start in range(0, len(taken), BULK_RUNS):
-            rest += self._write_bulk(bulk, taken[start : start + BULK_RUNS])
-        return rest
-
-    def _write_bulk(self, bulk: SqlBulk, batch: list[_Taken]) -> list[str]:
-        """Writes one transaction; returns the trials to send through MLflow's client instead."""
-        try:
-            bulk.write([t.run for t in batch])
-            written = True
-        except Exception:
-            logger.debug("a bulk write of %d runs failed", len(batch), exc_info=True)
-            created = [t.run.run_id for t in batch if t.run.create]
-            try:
-                # A commit whose answer was lost: its runs are there.
-                written = bool(created) and bool(bulk.existing(created))
-            except Exception:
-                self._restore(batch)
-                raise
-        if not written:
-            self._restore(batch)
-            return [t.buffer.trial_id for t in batch]
-        with self._lock:
-            for t in batch:
-                buffer, run = t.buffer, t.run
-                if run.create:
-                    buffer.run_id = run.run_id
-                    buffer.create_tags = {}
-                logged = buffer.logged if buffer.logged is not None else {}
-                for key, value, _, step in run.metrics:
-                    logged.setdefault(key, set()).add((step, value))
-                buffer.logged = logged
-                if run.terminal is not None and buffer.terminal == run.terminal:
-                    buffer.terminal = None
-                buffer.since = time.monotonic() if buffer.pending() else None
-                self.delivered_points += len(run.metrics)
-        return []
-
-    def _restore(self, batch: list[_Taken]) -> None:
-        """Puts what a failed bulk write took back into the buffers, before what came since."""
-        with self._lock:
-            for t in batch:
-                t.buffer.metrics[:0] = t.metrics
-                t.buffer.params = {**t.params, **t.buffer.params}
-                t.buffer.tags = {**t.tags, **t.buffer.tags}
-
     def _find_run(self, client: Any, trial_id: str) -> str | None:
         """Looks for a run whose creation may have succeeded although its request failed."""
         runs = client.search_runs(
@@ -537,70 +439,3 @@ class Flusher:
             key: {(m.step, m.value) for m in client.get_metric_history(run_id, key)}
             for key in run.data.metrics
         }
-
-
-@dataclass
-class _Taken:
-    """A buffer's data taken for a bulk write: the run to write and what left the buffer."""
-
-    buffer: _RunBuffer
-    run: BulkRun
-    metrics: list[MetricPoint]
-    params: dict[str, str]
-    tags: dict[str, str]
-
-
-def _unlogged(
-    points: list[MetricPoint], logged: dict[str, set[tuple[int, float]]]
-) -> list[MetricPoint]:
-    """The points MLflow does not have yet by (key, step, value), each once; `logged` is left
-    as it is (a bulk write records them only once its transaction commits).
-
-    By (step, value), not step: a resumed sweep re-sends points MLflow has, and a PBT
-    recipient reports new values at steps its pre-exploit self already used.
-    """
-    seen: set[tuple[str, int, float]] = set()
-    fresh = []
-    for point in points:
-        key, value, _, step = point
-        if (step, value) in logged.get(key, ()) or (key, step, value) in seen:
-            continue
-        seen.add((key, step, value))
-        fresh.append(point)
-    return fresh
-
-
-def _bulk_run(buffer: _RunBuffer) -> BulkRun | None:
-    """What a bulk write would send for `buffer` (without taking it), or None where it must go
-    through MLflow's client: a run to reopen, a creation that failed, a reused run whose logged
-    steps are not read yet, params for an existing run."""
-    if buffer.reopen or buffer.create_failed or buffer.logged is None:
-        return None
-    metrics = _unlogged(buffer.metrics, buffer.logged)
-    tags = {k: v[:MAX_TAG_LENGTH] for k, v in buffer.tags.items()}
-    if buffer.run_id is not None:
-        if buffer.params:
-            return None
-        return BulkRun(
-            run_id=buffer.run_id,
-            tags=tags,
-            metrics=metrics,
-            terminal=buffer.terminal,
-            end_time=buffer.end_time,
-        )
-    create_tags = {**buffer.create_tags, **tags}
-    run_name = create_tags.get(RUN_NAME_TAG, buffer.run_name)
-    if run_name is None:
-        return None
-    create_tags[RUN_NAME_TAG] = run_name
-    return BulkRun(
-        run_id=new_run_id(),
-        tags={k: v[:MAX_TAG_LENGTH] for k, v in create_tags.items()},
-        params={k: v[:MAX_PARAM_LENGTH] for k, v in buffer.params.items()},
-        metrics=metrics,
-        terminal=buffer.terminal,
-        end_time=buffer.end_time,
-        create=True,
-        run_name=run_name,
-        start_time=buffer.start_time,
-    )
