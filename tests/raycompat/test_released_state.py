@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from sweeplab import raycompat
+from sweeplab.raycompat._released import _TRIAL_KEYED_CALLBACK_STATE
 
 
-@pytest.mark.parametrize("name", sorted(raycompat._TRIAL_KEYED_CALLBACK_STATE))
+@pytest.mark.parametrize("name", sorted(_TRIAL_KEYED_CALLBACK_STATE))
 def test_the_per_trial_state_of_tunes_callbacks_is_where_it_is_dropped(name: str) -> None:
     # An upgrade of Tune that renames one of these would keep every trial alive again.
     from ray.tune import logger, progress_reporter
@@ -17,7 +18,7 @@ def test_the_per_trial_state_of_tunes_callbacks_is_where_it_is_dropped(name: str
         callback = getattr(module, name)()
     except ImportError:  # TensorboardX is not installed: Tune adds no such callback
         pytest.skip(f"{name} needs a package that is not installed")
-    for attribute in raycompat._TRIAL_KEYED_CALLBACK_STATE[name]:
+    for attribute in _TRIAL_KEYED_CALLBACK_STATE[name]:
         assert isinstance(getattr(callback, attribute, None), dict | set), attribute
 
 

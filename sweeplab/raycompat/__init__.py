@@ -1,0 +1,188 @@
+"""The one package that touches Ray's private and internal APIs (and MLflow's, and libc's).
+
+Everything sweeplab needs from Ray (and MLflow) beyond its public API goes through the small
+functions here, and every private symbol they use is a row of :data:`PRIVATE_USES` saying what
+it is for, why no public API serves, and whether a feature needs it (``"essential"``) or it only
+makes sweeps faster or leaner (``"speed"``). Each private module holds one area's rows beside
+its functions:
+
+- ``_train``: Ray Train V2 workers and controllers, and `ray.train.*` routed in process;
+- ``_loader``: the data loaders `prepare_data_loader` returns, timed for the data-wait metric;
+- ``_tune``: Tune's trainable, scheduler state (median rule, PBT), trial checkpoints, an ended
+  trial's statistics, the duplicate-result key, and Tune's dict flattening for the simulator;
+- ``_actors``: Tune's cache of idle trial actors and its actors that are starting;
+- ``_fit``: while ``Tuner.fit`` runs, the trainable registry cached and no dataframes read;
+- ``_released``: ended trials released from Tune's controller;
+- ``_state``: placement groups with their creators, free resources per node, the head node;
+- ``_searchers``: the Optuna study and HyperOpt trials behind Tune's searchers;
+- ``_mlflow``: the tracking store behind an `MlflowClient`, MLflow's name rule, artifact URIs
+  and REST requests, for bulk reads and writes, and the SQL sweeplab runs on MLflow's tables
+  (:data:`MLFLOW_SCHEMA_USES`);
+- ``_libc``: the C library's functions called through ``ctypes`` (:data:`LIBC_USES`), which no
+  Python module wraps;
+- ``_ledger``: the row classes.
+
+``tests/raycompat/test_raycompat.py`` imports each row's symbol and checks the parameters
+sweeplab passes, so a Ray upgrade that moves one fails that fast test, not a sweep.
+``docs/upgrading-ray.md`` lists the rows for people.
+
+This package imports nothing else of sweeplab, and Ray (with Optuna, HyperOpt and MLflow) only
+inside its functions: ``sweeplab status`` and ``preview`` must start fast.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sweeplab.raycompat import (
+    _actors,
+    _fit,
+    _loader,
+    _mlflow,
+    _released,
+    _searchers,
+    _state,
+    _train,
+    _tune,
+)
+from sweeplab.raycompat._actors import keep_idle_trial_actors, let_starting_trial_actors_start
+from sweeplab.raycompat._fit import trainable_registry_cached, trial_dataframes_not_read
+from sweeplab.raycompat._ledger import LibcUse, PrivateUse, SchemaUse
+from sweeplab.raycompat._libc import LIBC_USES, libc_function
+from sweeplab.raycompat._loader import (
+    prepared_data_loader,
+    run_when_imported,
+    time_prepared_loader_fetches,
+)
+from sweeplab.raycompat._mlflow import (
+    MLFLOW_SCHEMA_REVISIONS,
+    MLFLOW_SCHEMA_USES,
+    MlflowSql,
+    mlflow_accepts_name,
+    mlflow_schema_mismatch,
+    rest_get,
+    run_artifact_uri,
+    tracking_store,
+)
+from sweeplab.raycompat._released import (
+    RELEASE_HOOK,
+    NewTrials,
+    ReleasedResult,
+    ReleasedTrials,
+    ended_trials_released,
+)
+from sweeplab.raycompat._searchers import hyperopt_trials, optuna_study
+from sweeplab.raycompat._state import (
+    PlacementGroupRecord,
+    free_resources_per_node,
+    head_node_id,
+    placement_groups_with_creators,
+)
+from sweeplab.raycompat._train import (
+    abort_train_controller,
+    current_train_context,
+    current_train_fn_utils,
+    disable_tune_session_guard,
+    install_train_fn_utils,
+    lean_torch_trainer,
+    route_train_calls_in_process,
+    start_worker_from_checkpoint,
+    transform_reported_metrics,
+)
+from sweeplab.raycompat._tune import (
+    forget_trial_statistics,
+    function_trainable_class,
+    median_rule_stops_hard,
+    pbt_exploit_iteration,
+    pbt_next_round,
+    pbt_with_exploit_hook,
+    replace_trial_restore_checkpoint,
+    rewire_restored_tuner,
+    trial_error_text,
+    trial_restore_checkpoint,
+    tune_flattener,
+    tune_merge,
+)
+
+if TYPE_CHECKING:
+    from ray.train.v2._internal.execution.train_fn_utils import (
+        DistributedTrainFnUtils as DistributedTrainFnUtils,
+    )
+
+__all__ = [
+    "LIBC_USES",
+    "MLFLOW_SCHEMA_REVISIONS",
+    "MLFLOW_SCHEMA_USES",
+    "PRIVATE_USES",
+    "RELEASE_HOOK",
+    "DistributedTrainFnUtils",
+    "LibcUse",
+    "MlflowSql",
+    "NewTrials",
+    "PlacementGroupRecord",
+    "PrivateUse",
+    "ReleasedResult",
+    "ReleasedTrials",
+    "SchemaUse",
+    "abort_train_controller",
+    "current_train_context",
+    "current_train_fn_utils",
+    "disable_tune_session_guard",
+    "ended_trials_released",
+    "forget_trial_statistics",
+    "free_resources_per_node",
+    "function_trainable_class",
+    "head_node_id",
+    "hyperopt_trials",
+    "install_train_fn_utils",
+    "keep_idle_trial_actors",
+    "lean_torch_trainer",
+    "let_starting_trial_actors_start",
+    "libc_function",
+    "median_rule_stops_hard",
+    "mlflow_accepts_name",
+    "mlflow_schema_mismatch",
+    "optuna_study",
+    "pbt_exploit_iteration",
+    "pbt_next_round",
+    "pbt_with_exploit_hook",
+    "placement_groups_with_creators",
+    "prepared_data_loader",
+    "replace_trial_restore_checkpoint",
+    "rest_get",
+    "rewire_restored_tuner",
+    "route_train_calls_in_process",
+    "run_artifact_uri",
+    "run_when_imported",
+    "start_worker_from_checkpoint",
+    "time_prepared_loader_fetches",
+    "tracking_store",
+    "trainable_registry_cached",
+    "transform_reported_metrics",
+    "trial_dataframes_not_read",
+    "trial_error_text",
+    "trial_restore_checkpoint",
+    "tune_flattener",
+    "tune_merge",
+]
+
+PRIVATE_USES: tuple[PrivateUse, ...] = (
+    *_train.USES,
+    *_loader.USES,
+    *_tune.USES,
+    *_actors.USES,
+    *_fit.USES,
+    *_released.USES,
+    *_state.USES,
+    *_searchers.USES,
+    *_mlflow.USES,
+)
+
+
+def __getattr__(name: str) -> Any:
+    # `DistributedTrainFnUtils` imported from Ray on first use, so that importing this stays free.
+    if name == "DistributedTrainFnUtils":
+        from ray.train.v2._internal.execution.train_fn_utils import DistributedTrainFnUtils
+
+        return DistributedTrainFnUtils
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
