@@ -14,9 +14,10 @@ seconds)``, on simulated workers and a simulated clock, and returns every trial'
     sim.best(), sim.iterations, sim.wall_s
 
 Trials start no processes, so a thousand-trial sweep simulates in seconds: a strategy can be
-tried on a model of one's curves before spending GPUs. FIFO, ASHA and median stopping are
-simulated with every searcher; PBT, HyperBand (schedulers that pause trials) and warm starts
-are refused. Ray Tune's library is imported, Ray itself is never started.
+tried on a model of one's curves before spending GPUs. FIFO, ASHA, median stopping and
+HyperBand (a paused trial goes on from its next iteration when resumed) are simulated with
+every searcher; PBT and warm starts are refused. Ray Tune's library is imported, Ray itself is
+never started.
 
 A sweep with several metrics (``metric=["loss", "latency_ms"]``) is simulated the same way,
 under FIFO or the multi-objective ASHA: the curve reports every metric, the divergence check

@@ -12,10 +12,17 @@ It follows what Ray Tune 2.60's ``TuneController`` does with a result
    ``on_trial_complete`` get its last result, flattened.
 4. A training function returns after ``max_iterations`` reports; Tune then replays its last
    result marked ``done`` and stops the trial without asking the scheduler.
+5. A result the scheduler pauses the trial at (HyperBand's rungs) reaches the searcher; the
+   trial frees its worker, and when ``choose_trial_to_run`` picks it again it goes on from its
+   next iteration, as a trial resumed from the checkpoint of its last report does. A scheduler
+   stops a paused trial through the controller's ``stop_trial``, as Tune's (``stop_trial``):
+   the scheduler's ``on_trial_remove`` and the searcher's ``on_trial_complete`` without a
+   result.
 
 New trials are made (the searcher asked) whenever the limit allows, and a free worker runs the
-trial the scheduler's ``choose_trial_to_run`` picks. Tune starts a trial's actor and moves
-results between processes; here both take no simulated time.
+trial the scheduler's ``choose_trial_to_run`` picks, or else the first trial made that waits to
+start. Tune starts a trial's actor, saves and
+restores checkpoints and moves results between processes; here all take no simulated time.
 """
 
 from __future__ import annotations
@@ -98,6 +105,10 @@ class SimulatedController:
         max_iterations: Reports after which a trial's training function returns.
         workers: Trials that train at once.
         budget_iterations: Iterations in all after which the sweep stops; None: no budget.
+        max_pending: Trials made ahead while fewer than this many wait to start, as Tune's
+            ``_max_pending_trials`` (the search's trial limit); None: trials are made only while
+            fewer than `workers` are live, which is the same for a scheduler that only stops
+            trials (its limit is `workers`).
     """
 
     def __init__(
@@ -113,6 +124,7 @@ class SimulatedController:
         max_iterations: int,
         workers: int,
         budget_iterations: int | None,
+        max_pending: int | None = None,
     ) -> None:
         self._flatten = tune_flattener()
         self.scheduler = scheduler
@@ -125,6 +137,7 @@ class SimulatedController:
         self.max_iterations = max_iterations
         self.workers = workers
         self.budget = budget_iterations
+        self.max_pending = max_pending
         self.trials: list[_Trial] = []
         self.live: dict[_Trial, None] = {}  # insertion-ordered set
         self.running = 0
@@ -148,11 +161,19 @@ class SimulatedController:
         self._make_and_start_trials()
         while self._events:
             time_s, _, trial, metrics, seconds = heapq.heappop(self._events)
+            if trial.status != RUNNING:
+                continue  # stopped by the scheduler while it trained
             self.now = time_s
             self._process_report(trial, metrics, seconds)
             if self.budget is not None and len(self.reports) >= self.budget:
                 self._stop_all()
             self._make_and_start_trials()
+        paused = [t.trial_id for t in self.live if t.status == PAUSED]
+        if paused and not self._stopped_all:
+            raise SweeplabError(
+                f"the scheduler left trials {paused} paused and resumed none while no trial "
+                "was running; under Tune the sweep would wait."
+            )
         if not self._stopped_all and not self.source.is_finished():
             raise SweeplabError(
                 "the searcher made no new trial while no trial was running (it returned no "
@@ -181,7 +202,7 @@ class SimulatedController:
         if self._stopped_all:
             return
         # Tune's step: ask the searcher for trials while its limit allows, then start trials.
-        while len(self.live) < self.workers and not self.source.is_finished():
+        while self._may_make_a_trial() and not self.source.is_finished():
             made = self.source.next_trial()
             if made is None:
                 break
@@ -193,12 +214,21 @@ class SimulatedController:
             self.live[trial] = None
             self.scheduler.on_trial_add(self, trial)
         while self.running < self.workers:
-            trial = self.scheduler.choose_trial_to_run(self)
-            if trial is None:
+            # Tune's `_maybe_add_actors`: the trial the scheduler chooses (a paused one it
+            # resumes), else the first trial waiting to start, in the order they were made.
+            chosen: _Trial | None = self.scheduler.choose_trial_to_run(self)
+            if chosen is None:
+                chosen = next((t for t in self.live if t.status == PENDING), None)
+            if chosen is None:
                 break
-            trial.status = RUNNING
+            chosen.status = RUNNING
             self.running += 1
-            self._train(trial)
+            self._train(chosen)
+
+    def _may_make_a_trial(self) -> bool:
+        if self.max_pending is None:
+            return len(self.live) < self.workers
+        return sum(1 for t in self.live if t.status == PENDING) < self.max_pending
 
     def _train(self, trial: _Trial) -> None:
         """Schedules the trial's next report."""
@@ -270,11 +300,30 @@ class SimulatedController:
             self._complete(trial)
         elif decision == CONTINUE:
             self._train(trial)
+        elif decision == PAUSE:
+            trial.status = PAUSED
+            self.running -= 1
         else:
             raise SweeplabError(
-                f"the scheduler decided {decision} for trial {trial.trial_id} at iteration "
-                f"{iteration}; the simulator runs only schedulers that continue or stop trials."
+                f"the scheduler decided {decision!r} for trial {trial.trial_id} at iteration "
+                f"{iteration}; a scheduler continues ({CONTINUE}), pauses ({PAUSE}) or stops "
+                f"({STOP}) a trial."
             )
+
+    def stop_trial(self, trial: _Trial) -> None:
+        """Tune's ``stop_trial``, which schedulers call for a trial other than the reporting
+        one (HyperBand, for a paused trial its bracket's halving drops)."""
+        if trial.status == TERMINATED:
+            return
+        if trial.status == RUNNING:
+            self._complete(trial)  # its next report, already queued, is dropped
+            return
+        trial.status = TERMINATED
+        if len(trial.reports) >= self.max_iterations and trial.outcome != "diverged":
+            trial.outcome = "finished"  # paused at its last iteration, then stopped
+        self.live.pop(trial, None)
+        self.scheduler.on_trial_remove(self, trial)
+        self.source.on_trial_complete(trial.trial_id)
 
     def _complete(self, trial: _Trial) -> None:
         """Tune's ``stop_trial`` of a running trial: the scheduler and the searcher learn it."""
@@ -295,11 +344,5 @@ class SimulatedController:
         self._stopped_all = True
         self.source.set_finished()
         for trial in list(self.live):
-            if trial.status == RUNNING:
-                self._complete(trial)
-            else:
-                trial.status = TERMINATED
-                self.live.pop(trial, None)
-                self.scheduler.on_trial_remove(self, trial)
-                self.source.on_trial_complete(trial.trial_id)
+            self.stop_trial(trial)  # a scheduler may have stopped it while another stopped
         self._events.clear()

@@ -9,6 +9,7 @@ from sweeplab.simulation._loop import Curve, SimulatedController
 from sweeplab.simulation._records import Simulation
 from sweeplab.simulation._strategy import (
     AlgorithmSource,
+    simulated_max_pending,
     simulated_scheduler,
     simulated_source,
     simulation_rule_break,
@@ -57,7 +58,7 @@ def simulate(
 
     Raises:
         SpecError: If an argument breaks its rule, or the sweep's strategy cannot be simulated
-            (PBT, HyperBand or another scheduler that pauses trials, a warm start), or `curve`
+            (PBT, a warm start), or `curve`
             returns something other than ``(metrics, seconds)`` with each of the sweep's
             metrics.
     """
@@ -89,6 +90,7 @@ def simulate(
             max_iterations=sweep.max_iterations,
             workers=workers,
             budget_iterations=budget_iterations,
+            max_pending=simulated_max_pending(sweep, source),
         ).run()
     finally:
         if isinstance(source, AlgorithmSource):

@@ -34,19 +34,19 @@ from sweeplab.strategies import (
 )
 
 __all__ = [
+    "TUNE_MIN_PENDING_TRIALS",
     "AlgorithmSource",
     "SearcherSource",
     "TrialSource",
+    "simulated_max_pending",
     "simulated_scheduler",
     "simulated_source",
     "simulation_rule_break",
 ]
 
-_PAUSES = (
-    "cannot be simulated: it pauses trials and resumes them later, which the simulator does "
-    "not model (it runs schedulers that only stop trials: 'fifo', 'asha', 'median'); "
-    "'asha' is the asynchronous form of successive halving"
-)
+# Tune's `_max_pending_trials` for its own variant generator (a grid): at least 200.
+TUNE_MIN_PENDING_TRIALS = 200
+
 _EXPLOITS = (
     "cannot be simulated: PBT restarts trials from other trials' checkpoints with mutated "
     "configs, which a learning curve of (config, iteration) does not model"
@@ -60,15 +60,14 @@ _WARM_START = (
 def simulation_rule_break(sweep: StrategySweep) -> RuleBreak | None:
     """The rule of the simulator that `sweep` breaks, or None.
 
-    PBT and any scheduler that pauses trials (HyperBand) are refused: a paused trial's
-    resumption depends on Tune's actor and checkpoint timing, which the simulator does not
-    reproduce faithfully. So is a warm start (planned by the engine from earlier sweeps).
+    PBT is refused: it restarts trials from other trials' checkpoints with mutated configs,
+    which a curve of (config, iteration) does not model. So is a warm start (planned by the
+    engine from earlier sweeps). A scheduler that pauses trials (HyperBand) simulates: a
+    resumed trial goes on from its next iteration.
     """
     traits = scheduler_traits(sweep.scheduler, declared=sweep.scheduler_traits)
     if traits.exploits:
         return RuleBreak("scheduler", _EXPLOITS, sweep.scheduler)
-    if traits.pauses:
-        return RuleBreak("scheduler", _PAUSES, sweep.scheduler)
     if sweep.warm_start is not None:
         return RuleBreak("warm_start", _WARM_START, sweep.warm_start)
     return None
@@ -242,11 +241,13 @@ def simulated_source(sweep: StrategySweep, *, workers: int) -> SearcherSource | 
     search = build_search(sweep)
     alg = search.search_alg
     if isinstance(alg, Searcher):
+        # A simulated trial that waits holds nothing, as a one-worker trial waits in Tune's
+        # queue: a scheduler that pauses trials gets every trial up front, as from the engine.
         limit = tune_trial_limit(
             scheduler_traits(sweep.scheduler, declared=sweep.scheduler_traits),
             concurrency=workers,
             total_trials=search.num_samples,
-            waiting_holds_nothing=False,
+            waiting_holds_nothing=True,
         )
         return SearcherSource(
             alg,
@@ -260,3 +261,14 @@ def simulated_source(sweep: StrategySweep, *, workers: int) -> SearcherSource | 
         "Sweep field `searcher` cannot be simulated: it must build a Ray Tune `Searcher` or "
         f"`SearchAlgorithm`, but got {alg!r}."
     )
+
+
+def simulated_max_pending(sweep: StrategySweep, source: TrialSource) -> int | None:
+    """How many trials the controller makes ahead for `sweep` (Tune's ``_max_pending_trials``:
+    the search's trial limit, or 200 for a grid), where its scheduler pauses trials; None
+    (trials made as workers free up) for one that only stops them, which is the same there."""
+    if not scheduler_traits(sweep.scheduler, declared=sweep.scheduler_traits).pauses:
+        return None
+    if isinstance(source, SearcherSource):
+        return int(source.searcher.max_concurrent)
+    return TUNE_MIN_PENDING_TRIALS

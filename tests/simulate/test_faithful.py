@@ -30,6 +30,8 @@ def curve(config, iteration):
 
 SPEC = """
 import json
+import tempfile
+from pathlib import Path
 
 from ray import train
 
@@ -38,9 +40,20 @@ from sweeplab import loguniform, uniform
 {curve}
 
 def train_func(config):
-    for iteration in range(1, {max_iterations} + 1):
+    # A trial HyperBand pauses goes on from its last report's checkpoint when resumed.
+    start = 1
+    checkpoint = train.get_checkpoint()
+    if checkpoint is not None:
+        with checkpoint.as_directory() as folder:
+            start = int((Path(folder) / "iteration").read_text()) + 1
+    for iteration in range(start, {max_iterations} + 1):
         metrics, _ = curve(config, iteration)
-        train.report({{**metrics, "config_json": json.dumps(config, sort_keys=True)}})
+        with tempfile.TemporaryDirectory() as folder:
+            (Path(folder) / "iteration").write_text(str(iteration))
+            train.report(
+                {{**metrics, "config_json": json.dumps(config, sort_keys=True)}},
+                checkpoint=train.Checkpoint.from_directory(folder),
+            )
 
 
 sweep = sweeplab.Sweep(
@@ -88,6 +101,9 @@ def real_trials(storage_dir: Path) -> list[tuple[dict[str, Any], int]]:
         ("random", "asha", 3),
         ("optuna", "adaptive-asha", 5),
         ("optuna", "asha", 5),
+        # HyperBand pauses trials at its rungs and resumes the best: the simulator resumes a
+        # trial from its next iteration, as the real one resumes from its checkpoint.
+        ("random", "hyperband", 3),
     ],
 )
 def test_real_ray_and_the_simulator_agree(

@@ -47,7 +47,7 @@ def list_searcher(configs: list[dict[str, Any]]) -> Any:
             super().__init__(metric="loss", mode="min")
             self.queue = list(configs)
             self.results: dict[str, list[int]] = {}
-            self.completed: list[tuple[str, int, bool]] = []
+            self.completed: list[tuple[str, int | None, bool | None]] = []
 
         def suggest(self, trial_id: str) -> dict[str, Any] | None:
             return self.queue.pop(0) if self.queue else Searcher.FINISHED
@@ -58,8 +58,10 @@ def list_searcher(configs: list[dict[str, Any]]) -> Any:
         def on_trial_complete(
             self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
         ) -> None:
-            assert result is not None
-            self.completed.append((trial_id, result["training_iteration"], result["done"]))
+            if result is None:  # stopped while paused or waiting: Tune passes no result
+                self.completed.append((trial_id, None, None))
+            else:
+                self.completed.append((trial_id, result["training_iteration"], result["done"]))
 
     return ListSearcher()
 
@@ -116,6 +118,41 @@ def test_asha_at_concurrency_1_stops_trials_at_the_rungs() -> None:
     ]
     # One worker: each trial starts when the one before it ends.
     assert sim.wall_s == sum(ASHA_STOPS)
+
+
+# HyperBand, max_t 9, reduction factor 3 (Tune's brackets, filled in the order trials are
+# made): bracket s=0 holds 3 trials run to 9; bracket s=1 holds 5 trials paused at iteration 3,
+# where the best ceil(5/3) = 2 (lowest `late`) resume to 9 and the other 3 stop; bracket s=2
+# (r0 = 1) holds the last trial, alone, which goes to 9.
+HYPERBAND_CASE = configs((1, 1), (2, 2), (3, 3), (9, 5), (9, 1), (9, 4), (9, 2), (9, 3), (9, 9))
+HYPERBAND_STOPS = [9, 9, 9, 3, 9, 3, 9, 3, 9]
+
+
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_hyperband_pauses_trials_at_its_rungs_and_resumes_the_best(workers: int) -> None:
+    searcher = list_searcher(HYPERBAND_CASE)
+    sim = simulate(
+        make(searcher=searcher, scheduler="hyperband", num_trials=9), step_curve, workers=workers
+    )
+    assert [t.config for t in sim.trials] == HYPERBAND_CASE
+    assert [t.stopped_at for t in sim.trials] == HYPERBAND_STOPS
+    assert [t.status for t in sim.trials] == [
+        "finished" if stop == 9 else "stopped" for stop in HYPERBAND_STOPS
+    ]
+    for trial in sim.trials:  # a resumed trial goes on from its next iteration
+        assert [r.iteration for r in trial.reports] == list(range(1, trial.stopped_at + 1))
+    # As under Tune: a result the trial pauses at reaches the searcher; the last trial to reach
+    # a rung halves the bracket, and is itself stopped (its result withheld, then completed
+    # with it) or goes on; a trial stopped while paused completes without a result
+    # (`stop_trial`). Bracket s=0: trials 0 and 1 pause at 9, trial 2 reaches 9 last and the
+    # bracket ends. Bracket s=1: trials 3-7 pause at 3, trial 7 reaches it last and is among the
+    # 3 dropped; 4 and 6 resume, 4 pauses at 9, 6 ends the bracket. Trial 8 runs alone.
+    ids = [t.trial_id for t in sim.trials]
+    reported = [len(searcher.results.get(i, [])) for i in ids]
+    assert reported == [9, 9, 8, 3, 9, 3, 8, 2, 8]
+    assert [r == list(range(1, len(r) + 1)) for r in map(searcher.results.get, ids)] == [True] * 9
+    completed = dict((i, stop) for i, stop, _ in searcher.completed)
+    assert [completed[i] for i in ids] == [None, None, 9, None, None, None, 9, 3, 9]
 
 
 def test_fifo_tells_the_searcher_every_result_then_the_replayed_last_one() -> None:
@@ -269,7 +306,6 @@ def test_sweeplab_simulate_runs_the_simulation() -> None:
     ("changes", "match"),
     [
         ({"scheduler": "pbt"}, r"`scheduler` cannot be simulated: PBT"),
-        ({"scheduler": "hyperband"}, r"`scheduler` cannot be simulated: it pauses trials"),
         ({"warm_start": [{"early": 1.0, "late": 1.0}]}, r"`warm_start` cannot be simulated"),
     ],
 )
