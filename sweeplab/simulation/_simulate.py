@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sweeplab.errors import SpecError
-from sweeplab.simulation._loop import Curve, SimulatedController
-from sweeplab.simulation._records import Simulation
+from sweeplab.loop import TrialLoop
+from sweeplab.pareto import Objective
+from sweeplab.simulation._backend import Curve, SimulatedBackend
+from sweeplab.simulation._records import Report, SimulatedTrial, Simulation
 from sweeplab.simulation._strategy import (
     AlgorithmSource,
     simulated_max_pending,
@@ -58,9 +60,8 @@ def simulate(
 
     Raises:
         SpecError: If an argument breaks its rule, or the sweep's strategy cannot be simulated
-            (PBT, a warm start), or `curve`
-            returns something other than ``(metrics, seconds)`` with each of the sweep's
-            metrics.
+            (PBT, a warm start), or `curve` returns something other than ``(metrics,
+            seconds)`` with each of the sweep's metrics.
     """
     from sweeplab.space import decode_config
 
@@ -78,23 +79,52 @@ def simulate(
     space = sweep.space
     scheduler = simulated_scheduler(sweep, workers=workers)
     source = simulated_source(sweep, workers=workers)
+    objectives = sweep.objectives or (Objective(sweep.metric, sweep.mode),)
+    loop = TrialLoop(
+        scheduler=scheduler,
+        source=source,
+        backend=SimulatedBackend(curve, objectives),
+        decode=lambda config: decode_config(space, config),
+        metric=sweep.metric,
+        mode=sweep.mode,
+        objectives=objectives,
+        max_iterations=sweep.max_iterations,
+        workers=workers,
+        budget_iterations=budget_iterations,
+        max_pending=simulated_max_pending(sweep, source),
+    )
     try:
-        return SimulatedController(
-            scheduler=scheduler,
-            source=source,
-            curve=curve,
-            decode=lambda config: decode_config(space, config),
-            metric=sweep.metric,
-            mode=sweep.mode,
-            objectives=sweep.objectives,
-            max_iterations=sweep.max_iterations,
-            workers=workers,
-            budget_iterations=budget_iterations,
-            max_pending=simulated_max_pending(sweep, source),
-        ).run()
+        loop.run()
     finally:
         if isinstance(source, AlgorithmSource):
             source.close()
+    return _simulation(loop)
+
+
+def _simulation(loop: TrialLoop) -> Simulation:
+    """What the loop's run leaves behind, as `Simulation` records."""
+    reports = [Report(*report) for report in loop.reports]
+    by_trial: dict[str, list[Report]] = {t.trial_id: [] for t in loop.trials}
+    for report in reports:
+        by_trial[report.trial_id].append(report)
+    return Simulation(
+        trials=[
+            SimulatedTrial(
+                trial_id=t.trial_id,
+                config=t.decoded,
+                reports=by_trial[t.trial_id],
+                status=t.outcome,
+                stopped_at=len(t.reports),
+            )
+            for t in loop.trials
+        ],
+        reports=reports,
+        wall_s=reports[-1].time_s if reports else 0.0,
+        iterations=len(reports),
+        metric=loop.metric,
+        mode=loop.mode,
+        objectives=loop.objectives,
+    )
 
 
 def _check_count(name: str, value: object, *, allow_none: bool) -> None:

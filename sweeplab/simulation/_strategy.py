@@ -19,9 +19,10 @@ from __future__ import annotations
 import copy
 import itertools
 import tempfile
-from typing import Any, Protocol
+from typing import Any
 
 from sweeplab.errors import SpecError
+from sweeplab.loop import TrialSource
 from sweeplab.raycompat import tune_merge
 from sweeplab.space import TuneSearch
 from sweeplab.strategies import (
@@ -37,7 +38,6 @@ __all__ = [
     "TUNE_MIN_PENDING_TRIALS",
     "AlgorithmSource",
     "SearcherSource",
-    "TrialSource",
     "simulated_max_pending",
     "simulated_scheduler",
     "simulated_source",
@@ -88,28 +88,6 @@ def simulated_scheduler(sweep: StrategySweep, *, workers: int) -> Any:
             scheduler,
         ).error()
     return scheduler
-
-
-class TrialSource(Protocol):
-    """Where new trials come from: a search algorithm, as Tune's controller sees it."""
-
-    def next_trial(self) -> tuple[str, dict[str, Any]] | None:
-        """A new trial's id and (backend-shaped) config, or None when none can be made now."""
-        ...
-
-    def is_finished(self) -> bool:
-        """Whether it will make no more trials."""
-        ...
-
-    def set_finished(self) -> None:
-        """Makes no more trials (the iteration budget is spent)."""
-        ...
-
-    def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None: ...
-
-    def on_trial_complete(
-        self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
-    ) -> None: ...
 
 
 class SearcherSource:

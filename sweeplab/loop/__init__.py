@@ -1,0 +1,40 @@
+"""sweeplab's trial loop and the backends it runs trials on.
+
+`TrialLoop` asks a search algorithm for trials, hands each result to a scheduler and applies
+its decision (continue, pause, stop), as Ray Tune's controller does, so Tune's ``Searcher`` and
+``TrialScheduler`` classes and sweeplab's own run in it unchanged. What trains a trial is a
+`TrialBackend`: `sweeplab.simulate` runs the loop on a simulated clock against a learning
+curve.
+"""
+
+from __future__ import annotations
+
+from sweeplab.loop._backend import BackendReport, TrialBackend
+from sweeplab.loop._loop import LoopReport, TrialLoop
+from sweeplab.loop._source import TrialSource
+from sweeplab.loop._trial import (
+    CONTINUE,
+    PAUSE,
+    PAUSED,
+    PENDING,
+    RUNNING,
+    STOP,
+    TERMINATED,
+    LoopTrial,
+)
+
+__all__ = [
+    "CONTINUE",
+    "PAUSE",
+    "PAUSED",
+    "PENDING",
+    "RUNNING",
+    "STOP",
+    "TERMINATED",
+    "BackendReport",
+    "LoopReport",
+    "LoopTrial",
+    "TrialBackend",
+    "TrialLoop",
+    "TrialSource",
+]

@@ -1,0 +1,54 @@
+"""The boundary between the trial loop and what trains trials: a backend."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from sweeplab.loop._trial import LoopTrial
+
+__all__ = ["BackendReport", "TrialBackend"]
+
+
+@dataclasses.dataclass(frozen=True)
+class BackendReport:
+    """One report of a trial, as its backend hands it to the loop.
+
+    Attributes:
+        trial: The trial that reported.
+        metrics: What it reported for its next iteration.
+        seconds: How long that iteration took.
+        time_s: When the report arrived, in seconds since the sweep started (the backend's
+            clock: simulated or wall).
+    """
+
+    trial: LoopTrial
+    metrics: Mapping[str, Any]
+    seconds: float
+    time_s: float
+
+
+class TrialBackend(Protocol):
+    """What trains the loop's trials: the simulated clock, or Ray.
+
+    The loop decides; the backend trains. A trial trains one iteration at a time: the loop
+    asks for it (`train`), the backend reports it (`next_report`), and the loop then asks
+    for the next iteration, or does not (the trial paused or ended). Syne Tune's
+    ``TrialBackend`` draws the same line (start, pause, resume, stop, fetch results).
+    """
+
+    def train(self, trial: LoopTrial, iteration: int) -> None:
+        """Has `trial` train `iteration` (1-based): a first one starts it, one after a pause
+        resumes it from the checkpoint of its last report, any other continues it."""
+        ...
+
+    def next_report(self) -> BackendReport | None:
+        """The next report in arrival order, or None when no trial is training."""
+        ...
+
+    def end(self, trial: LoopTrial) -> None:
+        """`trial` trains no more for now (paused) or for good (ended): the backend frees
+        what it holds for it and drops a report of it still on its way."""
+        ...
