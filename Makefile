@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check lint bench bench-search bench-search-ray clean chromium postgres
+.PHONY: demo test test-ray check lint bench bench-search bench-search-ray clean chromium postgres
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -62,5 +62,19 @@ bench-search: $(STAMP)
 bench-search-ray: $(STAMP)
 	$(BIN)/python -m benchmarks.search.agree
 
+## The fast tier and a slow smoke (the simulator against real sweeps, the quickstart experiment)
+## on another Ray release the pin allows, in a venv of its own: `make test-ray RAY=2.59.0`.
+RAY ?= 2.59.0
+RAY_VENV := .venv-ray-$(RAY)
+test-ray:
+	$(PYTHON) -m venv $(RAY_VENV)
+	$(RAY_VENV)/bin/pip install --quiet torch==2.13.0 uv
+	$(RAY_VENV)/bin/uv pip install --quiet --python $(RAY_VENV)/bin/python -e '.[dev,hf,bench]' \
+		'ray[default,tune,train]==$(RAY)'
+	$(RAY_VENV)/bin/python -c 'import ray; assert ray.__version__ == "$(RAY)", ray.__version__'
+	$(RAY_VENV)/bin/python -m pytest -m "not slow and not browser" -q -p no:cacheprovider
+	$(RAY_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/simulate/test_faithful.py \
+		tests/test_experiments.py -k "faithful or quickstart"
+
 clean:
-	rm -rf $(VENV) sweeplab-runs mlflow.db mlruns .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-ray-* sweeplab-runs mlflow.db mlruns .mypy_cache .pytest_cache .ruff_cache
