@@ -12,6 +12,7 @@ from __future__ import annotations
 from sweeplab.loop._backend import BackendReport, TrialBackend
 from sweeplab.loop._loop import LoopReport, TrialLoop
 from sweeplab.loop._source import TrialSource
+from sweeplab.loop._strategy import sweep_loop
 from sweeplab.loop._trial import (
     CONTINUE,
     PAUSE,
@@ -37,4 +38,5 @@ __all__ = [
     "TrialBackend",
     "TrialLoop",
     "TrialSource",
+    "sweep_loop",
 ]

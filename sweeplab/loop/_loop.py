@@ -157,6 +157,12 @@ class TrialLoop:
                 f"config after {len(self.trials)} trials); under Tune the sweep would wait."
             )
 
+    def close(self) -> None:
+        """Frees what the search holds (a grid's variant generator, its scratch folder)."""
+        close = getattr(self.source, "close", None)
+        if close is not None:
+            close()
+
     def _make_and_start_trials(self) -> None:
         if self.stopped_all:
             return

@@ -5,17 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sweeplab.errors import SpecError
-from sweeplab.loop import TrialLoop
+from sweeplab.loop import TrialLoop, sweep_loop
 from sweeplab.pareto import Objective
 from sweeplab.simulation._backend import Curve, SimulatedBackend
 from sweeplab.simulation._records import Report, SimulatedTrial, Simulation
-from sweeplab.simulation._strategy import (
-    AlgorithmSource,
-    simulated_max_pending,
-    simulated_scheduler,
-    simulated_source,
-    simulation_rule_break,
-)
 
 if TYPE_CHECKING:
     from sweeplab.spec import Sweep
@@ -63,8 +56,6 @@ def simulate(
             (PBT, a warm start), or `curve` returns something other than ``(metrics,
             seconds)`` with each of the sweep's metrics.
     """
-    from sweeplab.space import decode_config
-
     if not callable(curve):
         raise SpecError(f"curve must be a function `curve(config, iteration)`, but got {curve!r}.")
     _check_count("workers", workers, allow_none=False)
@@ -73,31 +64,17 @@ def simulate(
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise SpecError(f"seed must be an integer or None, but got {seed!r}.")
         sweep = sweep.replace(seed=seed)
-    broken = simulation_rule_break(sweep)
-    if broken is not None:
-        raise broken.error()
-    space = sweep.space
-    scheduler = simulated_scheduler(sweep, workers=workers)
-    source = simulated_source(sweep, workers=workers)
     objectives = sweep.objectives or (Objective(sweep.metric, sweep.mode),)
-    loop = TrialLoop(
-        scheduler=scheduler,
-        source=source,
-        backend=SimulatedBackend(curve, objectives),
-        decode=lambda config: decode_config(space, config),
-        metric=sweep.metric,
-        mode=sweep.mode,
-        objectives=objectives,
-        max_iterations=sweep.max_iterations,
+    loop = sweep_loop(
+        sweep,
+        SimulatedBackend(curve, objectives),
         workers=workers,
         budget_iterations=budget_iterations,
-        max_pending=simulated_max_pending(sweep, source),
     )
     try:
         loop.run()
     finally:
-        if isinstance(source, AlgorithmSource):
-            source.close()
+        loop.close()
     return _simulation(loop)
 
 

@@ -1,4 +1,5 @@
-"""The scheduler and the trial source of a simulated sweep: the objects `sweeplab sweep` builds.
+"""The scheduler and the trial source of a sweep in the trial loop: the objects `sweeplab sweep`
+builds.
 
 The scheduler and the search algorithm come from the strategy registry
 (`sweeplab.strategies.build_scheduler`, `build_search`), as the engine's Tuner gets them, and
@@ -22,7 +23,10 @@ import tempfile
 from typing import Any
 
 from sweeplab.errors import SpecError
-from sweeplab.loop import TrialSource
+from sweeplab.loop._backend import TrialBackend
+from sweeplab.loop._loop import TrialLoop
+from sweeplab.loop._source import TrialSource
+from sweeplab.pareto import Objective
 from sweeplab.raycompat import tune_merge
 from sweeplab.space import TuneSearch
 from sweeplab.strategies import (
@@ -42,6 +46,7 @@ __all__ = [
     "simulated_scheduler",
     "simulated_source",
     "simulation_rule_break",
+    "sweep_loop",
 ]
 
 # Tune's `_max_pending_trials` for its own variant generator (a grid): at least 200.
@@ -250,3 +255,36 @@ def simulated_max_pending(sweep: StrategySweep, source: TrialSource) -> int | No
     if isinstance(source, SearcherSource):
         return int(source.searcher.max_concurrent)
     return TUNE_MIN_PENDING_TRIALS
+
+
+def sweep_loop(
+    sweep: Any, backend: TrialBackend, *, workers: int, budget_iterations: int | None = None
+) -> TrialLoop:
+    """The trial loop of `sweep` on `backend`: its scheduler and search as `sweeplab sweep`
+    builds them, `workers` trials at once. Call `TrialLoop.run`, then `TrialLoop.close`.
+
+    Raises:
+        SpecError: If the sweep's strategy cannot run in the loop (PBT, a warm start), or a
+            configured scheduler has a metric or mode of its own.
+    """
+    from sweeplab.space import decode_config
+
+    broken = simulation_rule_break(sweep)
+    if broken is not None:
+        raise broken.error()
+    space = sweep.space
+    scheduler = simulated_scheduler(sweep, workers=workers)
+    source = simulated_source(sweep, workers=workers)
+    return TrialLoop(
+        scheduler=scheduler,
+        source=source,
+        backend=backend,
+        decode=lambda config: decode_config(space, config),
+        metric=sweep.metric,
+        mode=sweep.mode,
+        objectives=sweep.objectives or (Objective(sweep.metric, sweep.mode),),
+        max_iterations=sweep.max_iterations,
+        workers=workers,
+        budget_iterations=budget_iterations,
+        max_pending=simulated_max_pending(sweep, source),
+    )
