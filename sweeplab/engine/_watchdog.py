@@ -48,7 +48,12 @@ def cluster_wait() -> tuple[list[str], str]:
     try:
         from ray.util.state import list_actors, list_placement_groups
 
-        groups = list_placement_groups(filters=[("state", "=", "PENDING")], timeout=5, detail=True)
+        # The connected cluster's address: left out, the state API finds every Ray instance on
+        # the machine and refuses to pick one when there are several.
+        address = ray.get_runtime_context().gcs_address
+        groups = list_placement_groups(
+            address=address, filters=[("state", "=", "PENDING")], timeout=5, detail=True
+        )
         for group in groups:
             bundles = [b.get("unit_resources", {}) for b in (group.bundles or [])]
             lines.append(f"pending placement group {group.placement_group_id}: bundles {bundles}")
@@ -62,7 +67,7 @@ def cluster_wait() -> tuple[list[str], str]:
                 f"{k} {v:g}" for k, v in sorted(needed.items()) if k in ("CPU", "GPU")
             )
             phrase.append(f"{len(groups)} placement group(s) pending ({wants or 'no CPU/GPU'})")
-        actors = list_actors(filters=[("state", "!=", "DEAD")], timeout=5)
+        actors = list_actors(address=address, filters=[("state", "!=", "DEAD")], timeout=5)
         waiting = [a for a in actors if a.state != "ALIVE"]
         for actor in actors:
             lines.append(
