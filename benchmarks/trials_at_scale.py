@@ -18,6 +18,10 @@ defaults, a disk sync per commit; not run unless named), `untracked` records not
 arm: the sweep's wall time, the overhead per trial per slot ((wall - minimum) x slots / trials,
 where minimum is the trials' own sleep spread over the slots), and the driver process's peak
 RSS. The ratios are against `untracked` and `tracked` (SQLite), in one run.
+
+`loop-slots` (not run unless named) runs the same trials through sweeplab's own trial loop on
+two warm slots (`sweeplab.engine.slot_loop`: each slot a one-worker Train group, no Tune
+controller), untracked; set it beside `untracked`, whose trials Tune runs in its trial actors.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ ARMS = (
     "tracked-thread",
     "tracked-fsync",
     "untracked",
+    "loop-slots",
 )
 DEFAULT_ARMS = ("tracked", "tracked-orm", "untracked")
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "trials_at_scale.json"
@@ -82,6 +87,8 @@ def _arm(name: str, trials: int, folder: Path, uri: str | None = None) -> dict[s
 
     spec = folder / "spec.py"
     spec.write_text(SPEC.format(reports=REPORTS, sleep=SLEEP_S, trials=trials))
+    if name == "loop-slots":
+        return _loop_arm(load_spec(spec), folder)
     options = SweepOptions(
         spec_path=spec,
         storage=folder / "runs",
@@ -97,6 +104,27 @@ def _arm(name: str, trials: int, folder: Path, uri: str | None = None) -> dict[s
         "trials": outcome.trials,
         "slots": outcome.plan.concurrency,
         "errored": outcome.errored,
+        "driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    }
+
+
+def _loop_arm(sweep: Any, folder: Path) -> dict[str, Any]:
+    """The sweep's trials through sweeplab's trial loop on `SLOTS` warm slots."""
+    import ray
+
+    from sweeplab.engine import slot_loop, start_local_ray
+
+    start_local_ray(folder, num_cpus=SLOTS, log_to_driver=False)
+    begin = time.perf_counter()
+    with slot_loop(sweep, storage=folder / "runs", slots=SLOTS) as loop:
+        loop.run()
+    wall = time.perf_counter() - begin
+    ray.shutdown()
+    return {
+        "wall_s": round(wall, 1),
+        "trials": len(loop.trials),
+        "slots": SLOTS,
+        "errored": sum(t.outcome == "error" for t in loop.trials),
         "driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     }
 

@@ -7,6 +7,7 @@ from sweeplab.engine._plan import ResourcePlan, local_nodes, plan_resources
 from sweeplab.engine._resolved import ResolvedSweep
 from sweeplab.engine._runner import SweepOptions, SweepOutcome, apply_options, run_sweep
 from sweeplab.engine._session import DEFAULT_STORAGE, start_local_ray
+from sweeplab.engine._slot_backend import SlotBackend, slot_loop
 from sweeplab.engine._stall import SweepStalled
 from sweeplab.engine._trial_mode import TrialMode
 from sweeplab.engine._warm import WarmConfig, WarmStartPlan, plan_warm_start
@@ -17,6 +18,7 @@ __all__ = [
     "ResolvedSweep",
     "ResourcePlan",
     "Rung",
+    "SlotBackend",
     "SweepCallback",
     "SweepOptions",
     "SweepOutcome",
@@ -32,6 +34,7 @@ __all__ = [
     "plan_resources",
     "plan_warm_start",
     "run_sweep",
+    "slot_loop",
     "start_local_ray",
     "trial_plan",
 ]

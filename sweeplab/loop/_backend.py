@@ -22,12 +22,23 @@ class BackendReport:
         seconds: How long that iteration took.
         time_s: When the report arrived, in seconds since the sweep started (the backend's
             clock: simulated or wall).
+        returned: The training function returned before the loop ended the trial (it
+            reported no iteration: `metrics` is empty).
+        error: The training function failed: what it raised (it reported no iteration).
     """
 
     trial: LoopTrial
     metrics: Mapping[str, Any]
     seconds: float
     time_s: float
+    returned: bool = False
+    error: str | None = None
+
+    @classmethod
+    def ended(cls, trial: LoopTrial, time_s: float, *, error: str | None = None) -> BackendReport:
+        """The report that `trial`'s training function ended by itself: it returned, or
+        (`error` given) it failed."""
+        return cls(trial, {}, 0.0, time_s, returned=error is None, error=error)
 
 
 class TrialBackend(Protocol):
@@ -45,7 +56,10 @@ class TrialBackend(Protocol):
         ...
 
     def next_report(self) -> BackendReport | None:
-        """The next report in arrival order, or None when no trial is training."""
+        """The next report in arrival order, or None when no trial is training.
+
+        A training function that returns or fails while the loop waits for its next
+        iteration is reported too (`BackendReport.ended`)."""
         ...
 
     def end(self, trial: LoopTrial) -> None:

@@ -13,7 +13,12 @@ It follows what Ray Tune 2.60's ``TuneController`` does with a result
    ``on_trial_complete`` get its last result, flattened.
 4. A training function returns after ``max_iterations`` reports; Tune then replays its last
    result marked ``done`` and stops the trial without asking the scheduler.
-5. A result the scheduler pauses the trial at (HyperBand's rungs) reaches the searcher; the
+5. A training function that returns before its last iteration ends the trial as finished, at
+   its last result (Tune's ``_process_trial_finished``). One that fails is retried from the
+   trial's latest checkpoint while ``max_failures`` allows (-1: always), as Tune retries a
+   failed trial; otherwise the trial ends as ``"error"`` and the scheduler's
+   ``on_trial_error`` and the searcher's ``on_trial_complete(error=True)`` learn it.
+6. A result the scheduler pauses the trial at (HyperBand's rungs) reaches the searcher; the
    trial frees its worker, and when ``choose_trial_to_run`` picks it again it goes on from its
    next iteration, as a trial resumed from the checkpoint of its last report does. A scheduler
    stops a paused trial through the loop's ``stop_trial``, as Tune's (``stop_trial``): the
@@ -73,6 +78,7 @@ class TrialLoop:
             ``_max_pending_trials`` (the search's trial limit); None: trials are made only while
             fewer than `workers` are live, which is the same for a scheduler that only stops
             trials (its limit is `workers`).
+        max_failures: Retries of a trial whose training function failed; -1: no limit.
     """
 
     def __init__(
@@ -89,6 +95,7 @@ class TrialLoop:
         workers: int,
         budget_iterations: int | None,
         max_pending: int | None = None,
+        max_failures: int = 0,
     ) -> None:
         self._flatten = tune_flattener()
         self.scheduler = scheduler
@@ -102,6 +109,7 @@ class TrialLoop:
         self.workers = workers
         self.budget = budget_iterations
         self.max_pending = max_pending
+        self.max_failures = max_failures
         self.trials: list[LoopTrial] = []
         self.live: dict[LoopTrial, None] = {}  # insertion-ordered set
         self.running = 0
@@ -140,8 +148,13 @@ class TrialLoop:
         while (report := self.backend.next_report()) is not None:
             if report.trial.status != RUNNING:
                 continue  # ended by the scheduler while it trained
-            metrics = dict(report.metrics)
-            self._process_report(report.trial, metrics, report.seconds, report.time_s)
+            if report.error is not None:
+                self._process_error(report.trial, report.error)
+            elif report.returned:
+                self._process_return(report.trial)
+            else:
+                metrics = dict(report.metrics)
+                self._process_report(report.trial, metrics, report.seconds, report.time_s)
             if self.budget is not None and len(self.reports) >= self.budget:
                 self._stop_all()
             self._make_and_start_trials()
@@ -242,6 +255,27 @@ class TrialLoop:
                 f"{iteration}; a scheduler continues ({CONTINUE}), pauses ({PAUSE}) or stops "
                 f"({STOP}) a trial."
             )
+
+    def _process_return(self, trial: LoopTrial) -> None:
+        """The training function returned before its last iteration: the trial finished."""
+        if trial.outcome != "diverged":
+            trial.outcome = "finished"
+        if trial.last_result:
+            trial.last_result["done"] = True
+        self._complete(trial)
+
+    def _process_error(self, trial: LoopTrial, error: str) -> None:
+        """The training function failed: a retry from the latest checkpoint, or the end."""
+        trial.failures += 1
+        trial.error = error
+        if self.max_failures < 0 or trial.failures <= self.max_failures:
+            self.backend.train(trial, len(trial.reports) + 1)
+            return
+        trial.outcome = "error"
+        self.running -= 1
+        self._end(trial)
+        self.scheduler.on_trial_error(self, trial)
+        self.source.on_trial_complete(trial.trial_id, error=True)
 
     def _complete(self, trial: LoopTrial) -> None:
         """Tune's ``stop_trial`` of a running trial: the scheduler and the searcher learn it."""

@@ -287,4 +287,5 @@ def sweep_loop(
         workers=workers,
         budget_iterations=budget_iterations,
         max_pending=simulated_max_pending(sweep, source),
+        max_failures=sweep.max_failures,
     )

@@ -24,14 +24,19 @@ class LoopTrial:
         config: Its config in the searcher's (backend) shape.
         decoded: The config its training function gets.
         reports: The metrics of each of its reports, with the time each arrived.
-        outcome: ``"finished"``, ``"stopped"`` or ``"diverged"`` once it ended.
+        outcome: ``"finished"``, ``"stopped"``, ``"diverged"`` or ``"error"`` once it ended.
+        failures: How often its training function failed (each retried while the sweep's
+            ``max_failures`` allows).
+        error: What its training function raised last, or None.
     """
 
     __slots__ = (
         "config",
         "decoded",
+        "error",
         "evaluated_params",
         "experiment_tag",
+        "failures",
         "index",
         "is_saving",
         "last_result",
@@ -57,6 +62,8 @@ class LoopTrial:
         self.reports: list[tuple[dict[str, Any], float]] = []
         self.time_total_s = 0.0
         self.outcome = "stopped"
+        self.failures = 0
+        self.error: str | None = None
 
     def __repr__(self) -> str:
         return f"LoopTrial({self.trial_id})"

@@ -1,0 +1,247 @@
+"""The Ray backend of sweeplab's trial loop: trials train on warm slots, through public Ray APIs.
+
+A warm slot (`sweeplab.engine.slots`) is a Ray Train ``TorchTrainer`` group that runs one trial
+after another; its host actor hands each step's aggregated report out and each rank the
+decision on it. `SlotBackend` drives the hosts straight from the loop, with no Tune trial in
+between: the loop's ``train`` of a trial's first iteration (or of one after a pause or a failure)
+starts a run on a free slot from the trial's latest checkpoint, ``train`` of any other
+iteration lets the run go on from the report it waits at, and ``end`` lets it leave there.
+Everything it calls is Ray's public actor API (``ray.wait``, ``ray.get``, actor methods).
+
+    TrialLoop --train/end--> SlotBackend --submit / next_event(decision)--> SlotHost --> ranks
+        ^                        |
+        +------ next_report -----+  (ray.wait over the runs' next_event calls)
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sweeplab.engine._session import pickle_spec_by_value
+from sweeplab.engine.slots import CONTINUE, LEAVE, close_slots, slot_name, start_slots
+from sweeplab.keys import CHECKPOINT_PATH_KEY
+from sweeplab.loop import BackendReport, LoopTrial, TrialLoop, sweep_loop
+
+if TYPE_CHECKING:
+    from sweeplab.spec import Sweep
+
+__all__ = ["SlotBackend", "slot_loop"]
+
+
+@contextlib.contextmanager
+def slot_loop(
+    sweep: Sweep, *, storage: Path, slots: int = 1, budget_iterations: int | None = None
+) -> Iterator[TrialLoop]:
+    """The trial loop of `sweep` on `slots` warm slots of the connected Ray cluster.
+
+    The slots (each a ``TorchTrainer`` group of the sweep's ``workers_per_trial`` workers,
+    reserving its ``worker_resources``) start on entry and close on exit; each trial's runs
+    write their checkpoints under ``storage/trials``. Call `TrialLoop.run` inside.
+
+    Raises:
+        SpecError: If the sweep's strategy cannot run in the loop (PBT, a warm start).
+    """
+    if not isinstance(sweep.workers_per_trial, int):
+        raise ValueError("an elastic group (workers_per_trial=(min, max)) runs on no slot")
+    storage = Path(storage)
+    loop = sweep_loop(sweep, _NoBackendYet(), workers=slots, budget_iterations=budget_iterations)
+    prefix = f"sweeplab-loop-{sweep.name}-{time.time_ns()}"
+    pickle_spec_by_value(sweep)
+    hosts = start_slots(
+        names=tuple(slot_name(prefix, i) for i in range(slots)),
+        train_func=sweep.train_func,
+        num_workers=sweep.workers_per_trial,
+        use_gpu=sweep.use_gpu,
+        resources_per_worker=sweep.worker_resources,
+        placement_strategy=sweep.placement_strategy,
+        storage=str(storage / "slots"),
+    )
+    try:
+        loop.backend = SlotBackend(
+            hosts,
+            storage=storage / "trials",
+            metric=sweep.metric,
+            mode=sweep.mode,
+            checkpoints_to_keep=sweep.checkpoints_to_keep,
+            metrics_from=sweep.metrics_from,
+            max_failures=sweep.max_failures,
+        )
+        yield loop
+    finally:
+        loop.close()
+        close_slots(hosts)
+
+
+class _NoBackendYet:
+    """Stands in while the loop is built, so that a refused strategy starts no slot."""
+
+    def train(self, trial: LoopTrial, iteration: int) -> None:
+        raise AssertionError("the loop trained before its backend was set")
+
+    def next_report(self) -> BackendReport | None:
+        raise AssertionError("the loop ran before its backend was set")
+
+    def end(self, trial: LoopTrial) -> None:
+        raise AssertionError("the loop ended a trial before its backend was set")
+
+
+@dataclasses.dataclass(eq=False)
+class _SlotRun:
+    """One run of a trial on a slot: from its start (or resume) until it leaves the slot."""
+
+    trial: LoopTrial
+    host: Any
+    seq: int
+    asked_at: float  # when the loop asked for the iteration the run trains now
+    ended: bool = False  # the loop ended the trial: the run's reports are dropped
+
+
+class SlotBackend:
+    """Trains the loop's trials on warm slots (a `sweeplab.loop.TrialBackend`).
+
+    The loop must run at most as many trials at once as there are slots; a trial asked to
+    train while every slot still winds down another's run waits for the first slot free.
+
+    Args:
+        hosts: The slots' host actors (`sweeplab.engine.slots.start_slots`).
+        storage: The folder under which each trial's run writes its checkpoints.
+        metric, mode: What ranks the checkpoints each run keeps.
+        checkpoints_to_keep: Checkpoints kept per run.
+        metrics_from: Whose metrics a step reports (``"rank0"`` or ``"mean"``).
+        max_failures: Group restarts a run survives (a restart resumes from its latest
+            checkpoint); the loop's own ``max_failures`` retries a failed training function.
+        clock: Seconds since some start (the loop's report times count from the first call).
+    """
+
+    def __init__(
+        self,
+        hosts: list[Any],
+        *,
+        storage: Path,
+        metric: str,
+        mode: str,
+        checkpoints_to_keep: int = 2,
+        metrics_from: str = "rank0",
+        max_failures: int = 0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not hosts:
+            raise ValueError("SlotBackend needs at least one slot")
+        self._free = list(hosts)
+        self._storage = Path(storage)
+        self._fields = {
+            "metric": metric,
+            "mode": mode,
+            "checkpoints_to_keep": checkpoints_to_keep,
+            "metrics_from": metrics_from,
+            "max_failures": max_failures,
+        }
+        self._clock = clock
+        self._start = clock()
+        self._runs: dict[LoopTrial, _SlotRun] = {}  # trials whose run holds a slot
+        self._calls: dict[Any, _SlotRun] = {}  # next_event call -> its run
+        self._waiting: collections.deque[LoopTrial] = collections.deque()
+        self._checkpoints: dict[LoopTrial, str] = {}  # latest checkpoint of each trial
+        self._attempts: collections.Counter[str] = collections.Counter()
+
+    def latest_checkpoint(self, trial: LoopTrial) -> str | None:
+        """The folder of `trial`'s latest checkpoint, or None."""
+        return self._checkpoints.get(trial)
+
+    # -- sweeplab.loop.TrialBackend -----------------------------------------------------
+
+    def train(self, trial: LoopTrial, iteration: int) -> None:
+        run = self._runs.get(trial)
+        if run is not None and not run.ended:
+            # The run waits at its last report: it goes on.
+            run.asked_at = self._clock()
+            self._call(run, CONTINUE)
+            return
+        self._waiting.append(trial)
+        self._start_waiting()
+
+    def next_report(self) -> BackendReport | None:
+        import ray
+
+        while self._calls:
+            ready, _ = ray.wait(list(self._calls), num_returns=1)
+            run = self._calls.pop(ready[0])
+            try:
+                event = ray.get(ready[0])
+            except Exception as exc:  # the slot's host died
+                event = ("error", f"The trial's slot failed: {exc!r}")
+            if event is None:  # nothing yet: wait on
+                self._call(run, None)
+                continue
+            kind, payload = event
+            if kind == "report":
+                metrics, checkpoint = payload
+                if checkpoint is not None:
+                    self._checkpoints[run.trial] = checkpoint
+                    metrics[CHECKPOINT_PATH_KEY] = checkpoint
+                if run.ended:  # the loop ended the trial while it trained: it leaves here
+                    self._call(run, LEAVE)
+                    continue
+                now = self._clock()
+                seconds, run.asked_at = now - run.asked_at, now
+                return BackendReport(run.trial, metrics, seconds, now - self._start)
+            # "done" or "error": the run left its slot.
+            self._free.append(run.host)
+            if self._runs.get(run.trial) is run:
+                del self._runs[run.trial]
+            self._start_waiting()
+            if not run.ended:
+                error = str(payload) if kind == "error" else None
+                return BackendReport.ended(run.trial, self._clock() - self._start, error=error)
+        return None
+
+    def end(self, trial: LoopTrial) -> None:
+        if trial in self._waiting:
+            self._waiting.remove(trial)
+        run = self._runs.get(trial)
+        if run is None or run.ended:
+            return
+        run.ended = True
+        if run not in self._calls.values():
+            self._call(run, LEAVE)  # it waits at a report: it leaves there
+        else:
+            run.host.stop.remote(run.seq)  # it trains: it leaves at its next report
+
+    # -- the slots ------------------------------------------------------------------------
+
+    def _start_waiting(self) -> None:
+        import ray
+
+        while self._waiting and self._free:
+            trial = self._waiting.popleft()
+            host = self._free.pop(0)
+            refusal = ray.get(host.claim.remote(trial.trial_id))
+            if refusal is not None:
+                raise RuntimeError(f"slot refused trial {trial.trial_id}: {refusal}")
+            attempt = self._attempts[trial.trial_id]
+            self._attempts[trial.trial_id] += 1
+            folder = self._storage / f"{trial.trial_id}_{attempt}"
+            folder.mkdir(parents=True, exist_ok=True)
+            seq = ray.get(
+                host.submit.remote(
+                    trial.trial_id,
+                    {
+                        "config": trial.decoded,
+                        "folder": str(folder),
+                        "checkpoint": self._checkpoints.get(trial),
+                        **self._fields,
+                    },
+                )
+            )
+            run = _SlotRun(trial, host, seq, asked_at=self._clock())
+            self._runs[trial] = run
+            self._call(run, None)
+
+    def _call(self, run: _SlotRun, decision: str | None) -> None:
+        self._calls[run.host.next_event.remote(run.seq, decision)] = run
