@@ -55,6 +55,7 @@ ARMS = (
     "untracked",
     "loop-slots",
 )
+UNTRACKED = ("untracked", "loop-slots")
 DEFAULT_ARMS = ("tracked", "tracked-orm", "untracked")
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "trials_at_scale.json"
 
@@ -215,7 +216,7 @@ def run_arm(name: str, trials: int) -> dict[str, Any]:
         if done.returncode != 0:
             raise SystemExit(f"arm {name} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
         result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-        if name != "untracked":
+        if name not in UNTRACKED:
             result.update(
                 _stored(database or f"sqlite:///{Path(folder) / 'mlflow.db'}", Path(folder))
             )

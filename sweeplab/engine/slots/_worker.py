@@ -112,7 +112,16 @@ def slot_worker_loop(config: dict[str, Any]) -> None:
 
 
 def _free_memory() -> None:
+    """Frees the last trial's cyclic garbage (a model, its CUDA tensors) before the next trial.
+
+    What survives the collection (modules, Ray's and the user's long-lived state) is then
+    frozen: the next collection scans only the objects made since, so it takes well under a
+    millisecond instead of about 120 ms in a worker that imported torch and Ray (most of a
+    short trial's start on a warm slot). A frozen object is never collected, even if it later
+    ends in a reference cycle; it was alive across a whole trial.
+    """
     gc.collect()
+    gc.freeze()
     with contextlib.suppress(Exception):
         import torch
 
