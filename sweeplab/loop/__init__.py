@@ -4,7 +4,7 @@
 its decision (continue, pause, stop), as Ray Tune's controller does, so Tune's ``Searcher`` and
 ``TrialScheduler`` classes and sweeplab's own run in it unchanged. What trains a trial is a
 `TrialBackend`: `sweeplab.simulate` runs the loop on a simulated clock against a learning
-curve.
+curve, and `sweeplab.engine.slot_loop` on warm slots of a Ray cluster (Ray Train groups).
 """
 
 from __future__ import annotations
