@@ -100,11 +100,16 @@ def _arm(name: str, trials: int, folder: Path, uri: str | None = None) -> dict[s
     begin = time.perf_counter()
     outcome = run_sweep(load_spec(spec), options)
     wall = time.perf_counter() - begin
+    return _arm_result(wall, outcome.trials, outcome.plan.concurrency, outcome.errored)
+
+
+def _arm_result(wall: float, trials: int, slots: int, errored: int) -> dict[str, Any]:
+    """What an arm prints: its wall time, its trials and this driver's peak RSS."""
     return {
         "wall_s": round(wall, 1),
-        "trials": outcome.trials,
-        "slots": outcome.plan.concurrency,
-        "errored": outcome.errored,
+        "trials": trials,
+        "slots": slots,
+        "errored": errored,
         "driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     }
 
@@ -121,13 +126,9 @@ def _loop_arm(sweep: Any, folder: Path) -> dict[str, Any]:
         loop.run()
     wall = time.perf_counter() - begin
     ray.shutdown()
-    return {
-        "wall_s": round(wall, 1),
-        "trials": len(loop.trials),
-        "slots": SLOTS,
-        "errored": sum(t.outcome == "error" for t in loop.trials),
-        "driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-    }
+    return _arm_result(
+        wall, len(loop.trials), SLOTS, sum(t.outcome == "error" for t in loop.trials)
+    )
 
 
 @contextlib.contextmanager

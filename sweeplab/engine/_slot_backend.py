@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sweeplab.engine._driver import _attempt_name as attempt_name
 from sweeplab.engine._session import pickle_spec_by_value
 from sweeplab.engine.slots import CONTINUE, LEAVE, close_slots, slot_name, start_slots
 from sweeplab.keys import CHECKPOINT_PATH_KEY
@@ -148,11 +149,6 @@ class SlotBackend:
         self._calls: dict[Any, _SlotRun] = {}  # next_event call -> its run
         self._waiting: collections.deque[LoopTrial] = collections.deque()
         self._checkpoints: dict[LoopTrial, str] = {}  # latest checkpoint of each trial
-        self._attempts: collections.Counter[str] = collections.Counter()
-
-    def latest_checkpoint(self, trial: LoopTrial) -> str | None:
-        """The folder of `trial`'s latest checkpoint, or None."""
-        return self._checkpoints.get(trial)
 
     # -- sweeplab.loop.TrialBackend -----------------------------------------------------
 
@@ -224,9 +220,8 @@ class SlotBackend:
             refusal = ray.get(host.claim.remote(trial.trial_id))
             if refusal is not None:
                 raise RuntimeError(f"slot refused trial {trial.trial_id}: {refusal}")
-            attempt = self._attempts[trial.trial_id]
-            self._attempts[trial.trial_id] += 1
-            folder = self._storage / f"{trial.trial_id}_{attempt}"
+            # A fresh folder for each run of the trial, as the engine names a trial's attempts.
+            folder = self._storage / attempt_name(str(self._storage), trial.trial_id)
             folder.mkdir(parents=True, exist_ok=True)
             seq = ray.get(
                 host.submit.remote(
