@@ -4,7 +4,8 @@ A warm slot (`sweeplab.engine.slots`) is a Ray Train ``TorchTrainer`` group that
 after another; its host actor hands each step's aggregated report out and each rank the
 decision on it. `SlotBackend` drives the hosts straight from the loop, with no Tune trial in
 between: the loop's ``train`` of a trial's first iteration (or of one after a pause or a failure)
-starts a run on a free slot from the trial's latest checkpoint, ``train`` of any other
+starts a run on a free slot from the trial's latest checkpoint (after PBT's exploit, a copy of
+the donor's), ``train`` of any other
 iteration lets the run go on from the report it waits at, and ``end`` lets it leave there.
 Everything it calls is Ray's public actor API (``ray.wait``, ``ray.get``, actor methods).
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -46,7 +48,8 @@ def slot_loop(
     write their checkpoints under ``storage/trials``. Call `TrialLoop.run` inside.
 
     Raises:
-        SpecError: If the sweep's strategy cannot run in the loop (PBT, a warm start).
+        SpecError: If the sweep's strategy cannot run in the loop (a configured PBT object, a
+            warm start).
     """
     if not isinstance(sweep.workers_per_trial, int):
         raise ValueError("an elastic group (workers_per_trial=(min, max)) runs on no slot")
@@ -90,6 +93,9 @@ class _NoBackendYet:
 
     def end(self, trial: LoopTrial) -> None:
         raise AssertionError("the loop ended a trial before its backend was set")
+
+    def copy_checkpoint(self, donor: LoopTrial, trial: LoopTrial) -> None:
+        raise AssertionError("the loop exploited before its backend was set")
 
 
 @dataclasses.dataclass(eq=False)
@@ -149,6 +155,8 @@ class SlotBackend:
         self._calls: dict[Any, _SlotRun] = {}  # next_event call -> its run
         self._waiting: collections.deque[LoopTrial] = collections.deque()
         self._checkpoints: dict[LoopTrial, str] = {}  # latest checkpoint of each trial
+        self._exploits = 0  # PBT's checkpoint copies made
+        self._copies: dict[LoopTrial, str] = {}  # each trial's latest copy
 
     # -- sweeplab.loop.TrialBackend -----------------------------------------------------
 
@@ -177,13 +185,13 @@ class SlotBackend:
                 continue
             kind, payload = event
             if kind == "report":
+                if run.ended:  # the loop ended the trial while it trained: it leaves here
+                    self._call(run, LEAVE)
+                    continue
                 metrics, checkpoint = payload
                 if checkpoint is not None:
                     self._checkpoints[run.trial] = checkpoint
                     metrics[CHECKPOINT_PATH_KEY] = checkpoint
-                if run.ended:  # the loop ended the trial while it trained: it leaves here
-                    self._call(run, LEAVE)
-                    continue
                 now = self._clock()
                 seconds, run.asked_at = now - run.asked_at, now
                 return BackendReport(run.trial, metrics, seconds, now - self._start)
@@ -208,6 +216,22 @@ class SlotBackend:
             self._call(run, LEAVE)  # it waits at a report: it leaves there
         else:
             run.host.stop.remote(run.seq)  # it trains: it leaves at its next report
+
+    def copy_checkpoint(self, donor: LoopTrial, trial: LoopTrial) -> None:
+        """`trial`'s next run starts from a copy of `donor`'s latest checkpoint: the donor
+        trains on (and its runs delete checkpoints they no longer keep) before the recipient
+        gets a slot. Without a donor checkpoint, the trial starts its next run afresh."""
+        source = self._checkpoints.get(donor)
+        self._checkpoints.pop(trial, None)
+        if source is None:
+            return
+        self._exploits += 1
+        copy = self._storage / "exploits" / f"{trial.trial_id}-{self._exploits:05d}"
+        shutil.copytree(source, copy)
+        earlier = self._copies.pop(trial, None)
+        if earlier is not None:  # an earlier exploit's copy, restored from since
+            shutil.rmtree(earlier, ignore_errors=True)
+        self._checkpoints[trial] = self._copies[trial] = str(copy)
 
     # -- the slots ------------------------------------------------------------------------
 

@@ -2,7 +2,8 @@
 
 `TrialLoop` asks a search algorithm for trials, hands each result to a scheduler and applies
 its decision (continue, pause, stop), as Ray Tune's controller does, so Tune's ``Searcher`` and
-``TrialScheduler`` classes and sweeplab's own run in it unchanged. What trains a trial is a
+``TrialScheduler`` classes and sweeplab's own run in it unchanged; PBT (`LoopPBT`) exploits
+through the loop. What trains a trial is a
 `TrialBackend`: `sweeplab.simulate` runs the loop on a simulated clock against a learning
 curve, and `sweeplab.engine.slot_loop` on warm slots of a Ray cluster (Ray Train groups).
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from sweeplab.loop._backend import BackendReport, TrialBackend
 from sweeplab.loop._loop import LoopReport, TrialLoop
+from sweeplab.loop._pbt import LoopPBT
 from sweeplab.loop._source import TrialSource
 from sweeplab.loop._strategy import sweep_loop
 from sweeplab.loop._trial import (
@@ -33,6 +35,7 @@ __all__ = [
     "STOP",
     "TERMINATED",
     "BackendReport",
+    "LoopPBT",
     "LoopReport",
     "LoopTrial",
     "TrialBackend",

@@ -47,7 +47,8 @@ class TrialBackend(Protocol):
     The loop decides; the backend trains. A trial trains one iteration at a time: the loop
     asks for it (`train`), the backend reports it (`next_report`), and the loop then asks
     for the next iteration, or does not (the trial paused or ended). Syne Tune's
-    ``TrialBackend`` draws the same line (start, pause, resume, stop, fetch results).
+    ``TrialBackend`` draws the same line (start, pause, resume, stop, fetch results, copy a
+    checkpoint).
     """
 
     def train(self, trial: LoopTrial, iteration: int) -> None:
@@ -65,4 +66,10 @@ class TrialBackend(Protocol):
     def end(self, trial: LoopTrial) -> None:
         """`trial` trains no more for now (paused) or for good (ended): the backend frees
         what it holds for it and drops a report of it still on its way."""
+        ...
+
+    def copy_checkpoint(self, donor: LoopTrial, trial: LoopTrial) -> None:
+        """PBT's exploit: `trial`, paused or pausing, goes on (at its next ``train``) from a
+        copy of `donor`'s latest checkpoint instead of its own, with the config the loop
+        has given it. `donor` is paused at its last report."""
         ...

@@ -24,6 +24,11 @@ It follows what Ray Tune 2.60's ``TuneController`` does with a result
    stops a paused trial through the loop's ``stop_trial``, as Tune's (``stop_trial``): the
    scheduler's ``on_trial_remove`` and the searcher's ``on_trial_complete`` without a result.
 
+7. PBT's exploit is a decision of the loop's, not a reach into the backend: the scheduler
+   (`sweeplab.loop.LoopPBT`) calls `TrialLoop.exploit` for a trial it pauses; the trial takes
+   the new config and, through the backend, a copy of the donor's latest checkpoint, and goes
+   on from there when it is resumed.
+
 New trials are made (the searcher asked) whenever the limit allows, and a free worker runs the
 trial the scheduler's ``choose_trial_to_run`` picks, or else the first trial made that waits to
 start. What trains a trial, and when its reports arrive, is the backend's
@@ -136,6 +141,15 @@ class TrialLoop:
             trial.outcome = "finished"  # paused at its last iteration, then stopped
         self.scheduler.on_trial_remove(self, trial)
         self.source.on_trial_complete(trial.trial_id)
+
+    def exploit(self, trial: LoopTrial, donor: LoopTrial, config: dict[str, Any]) -> None:
+        """PBT's exploit: `trial` (paused, or pausing at the result being decided) takes
+        `config` and goes on from a copy of `donor`'s latest checkpoint when it resumes."""
+        trial.config = config
+        trial.decoded = self.decode(config)
+        trial.evaluated_params = self._flatten(config)
+        trial.exploits.append((len(trial.reports), donor.trial_id))
+        self.backend.copy_checkpoint(donor, trial)
 
     def run(self) -> None:
         """Runs the sweep to its end: every trial ended, or the budget spent.

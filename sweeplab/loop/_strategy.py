@@ -12,7 +12,8 @@ are set up the way ``tune.Tuner`` sets them up (Ray Tune 2.60, ``tune.py``):
 - any other search algorithm (Tune's ``BasicVariantGenerator``, for a grid) makes its own trials
   from an ``Experiment`` over the param space, as under Tune (`AlgorithmSource`).
 
-Strategies whose behaviour the simulator does not model are refused before anything runs.
+A sweep that names ``"pbt"`` gets the loop's own synchronous PBT (`LoopPBT`), whose exploit
+is a decision of the loop's. Strategies the loop cannot run are refused before anything runs.
 """
 
 from __future__ import annotations
@@ -25,15 +26,19 @@ from typing import Any
 from sweeplab.errors import SpecError
 from sweeplab.loop._backend import TrialBackend
 from sweeplab.loop._loop import TrialLoop
+from sweeplab.loop._pbt import LoopPBT
 from sweeplab.loop._source import TrialSource
 from sweeplab.pareto import Objective
 from sweeplab.raycompat import tune_merge
 from sweeplab.space import TuneSearch
 from sweeplab.strategies import (
+    PBT_QUANTILE_FRACTION,
+    PBT_RESAMPLE_PROBABILITY,
     RuleBreak,
     StrategySweep,
     build_scheduler,
     build_search,
+    pbt_interval,
     scheduler_traits,
     tune_trial_limit,
 )
@@ -42,6 +47,7 @@ __all__ = [
     "TUNE_MIN_PENDING_TRIALS",
     "AlgorithmSource",
     "SearcherSource",
+    "loop_pbt",
     "simulated_max_pending",
     "simulated_scheduler",
     "simulated_source",
@@ -53,8 +59,8 @@ __all__ = [
 TUNE_MIN_PENDING_TRIALS = 200
 
 _EXPLOITS = (
-    "cannot be simulated: PBT restarts trials from other trials' checkpoints with mutated "
-    "configs, which a learning curve of (config, iteration) does not model"
+    "cannot run in the trial loop as a configured object: Tune's PBT classes exploit through "
+    "Tune's own controller; name scheduler='pbt' for the loop's synchronous PBT"
 )
 _WARM_START = (
     "cannot be simulated: a warm start is the engine's to plan from earlier sweeps; "
@@ -65,13 +71,13 @@ _WARM_START = (
 def simulation_rule_break(sweep: StrategySweep) -> RuleBreak | None:
     """The rule of the simulator that `sweep` breaks, or None.
 
-    PBT is refused: it restarts trials from other trials' checkpoints with mutated configs,
-    which a curve of (config, iteration) does not model. So is a warm start (planned by the
-    engine from earlier sweeps). A scheduler that pauses trials (HyperBand) simulates: a
-    resumed trial goes on from its next iteration.
+    A configured scheduler object that exploits (Tune's PBT or PB2) is refused: it exploits
+    through Tune's controller. The named ``"pbt"`` runs as `LoopPBT`. A warm start is refused
+    too (planned by the engine from earlier sweeps). A scheduler that pauses trials
+    (HyperBand) runs: a resumed trial goes on from its next iteration.
     """
     traits = scheduler_traits(sweep.scheduler, declared=sweep.scheduler_traits)
-    if traits.exploits:
+    if traits.exploits and sweep.scheduler != "pbt":
         return RuleBreak("scheduler", _EXPLOITS, sweep.scheduler)
     if sweep.warm_start is not None:
         return RuleBreak("warm_start", _WARM_START, sweep.warm_start)
@@ -81,10 +87,15 @@ def simulation_rule_break(sweep: StrategySweep) -> RuleBreak | None:
 def simulated_scheduler(sweep: StrategySweep, *, workers: int) -> Any:
     """The sweep's Tune scheduler, told the sweep's metric and mode as ``tune.Tuner`` does.
 
+    Named ``"pbt"``, it is the loop's own synchronous PBT (`LoopPBT`), set as the engine sets
+    Tune's (the same interval, quantile and resample probability) and seeded by the sweep.
+
     Raises:
         SpecError: If a configured scheduler object has a metric or mode of its own.
     """
-    scheduler = build_scheduler(sweep, max_running=workers)
+    scheduler = (
+        loop_pbt(sweep) if sweep.scheduler == "pbt" else build_scheduler(sweep, max_running=workers)
+    )
     if not scheduler.set_search_properties(sweep.metric, sweep.mode):
         raise RuleBreak(
             "scheduler",
@@ -93,6 +104,21 @@ def simulated_scheduler(sweep: StrategySweep, *, workers: int) -> Any:
             scheduler,
         ).error()
     return scheduler
+
+
+def loop_pbt(sweep: StrategySweep) -> LoopPBT:
+    """The loop's synchronous PBT for a sweep that names ``"pbt"``."""
+    from sweeplab.space import pbt_explore_fn, pbt_mutations
+
+    return LoopPBT(
+        interval=pbt_interval(sweep.max_iterations),
+        max_iterations=sweep.max_iterations,
+        mutations=pbt_mutations(sweep.space),
+        explore=pbt_explore_fn(sweep.space),
+        quantile_fraction=PBT_QUANTILE_FRACTION,
+        resample_probability=PBT_RESAMPLE_PROBABILITY,
+        seed=sweep.seed,
+    )
 
 
 class SearcherSource:
@@ -191,7 +217,10 @@ class AlgorithmSource:
         return None if trial is None else (trial.trial_id, trial.config)
 
     def is_finished(self) -> bool:
-        return bool(self.algorithm.is_finished())
+        # PBT's population generator is finished only once its Tune trials are, which the
+        # loop never runs: it says apart whether it made them all.
+        made_all = getattr(self.algorithm, "made_all_trials", None)
+        return bool(made_all() if made_all is not None else self.algorithm.is_finished())
 
     def set_finished(self) -> None:
         self.algorithm.set_finished()
@@ -264,8 +293,8 @@ def sweep_loop(
     builds them, `workers` trials at once. Call `TrialLoop.run`, then `TrialLoop.close`.
 
     Raises:
-        SpecError: If the sweep's strategy cannot run in the loop (PBT, a warm start), or a
-            configured scheduler has a metric or mode of its own.
+        SpecError: If the sweep's strategy cannot run in the loop (a configured PBT object, a
+            warm start), or a configured scheduler has a metric or mode of its own.
     """
     from sweeplab.space import decode_config
 

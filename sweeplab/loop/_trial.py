@@ -28,6 +28,8 @@ class LoopTrial:
         failures: How often its training function failed (each retried while the sweep's
             ``max_failures`` allows).
         error: What its training function raised last, or None.
+        exploits: PBT's exploits of it: the iteration and the donor's id of each (its config
+            is then the donor's, explored, and it goes on from the donor's checkpoint).
     """
 
     __slots__ = (
@@ -36,6 +38,7 @@ class LoopTrial:
         "error",
         "evaluated_params",
         "experiment_tag",
+        "exploits",
         "failures",
         "index",
         "is_saving",
@@ -64,6 +67,7 @@ class LoopTrial:
         self.outcome = "stopped"
         self.failures = 0
         self.error: str | None = None
+        self.exploits: list[tuple[int, str]] = []
 
     def __repr__(self) -> str:
         return f"LoopTrial({self.trial_id})"

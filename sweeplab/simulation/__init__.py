@@ -16,7 +16,8 @@ seconds)``, on simulated workers and a simulated clock, and returns every trial'
 Trials start no processes, so a thousand-trial sweep simulates in seconds: a strategy can be
 tried on a model of one's curves before spending GPUs. FIFO, ASHA, median stopping and
 HyperBand (a paused trial goes on from its next iteration when resumed) are simulated with
-every searcher; PBT and warm starts are refused. Ray Tune's library is imported, Ray itself is
+every searcher, and PBT as the loop's synchronous PBT (an exploited trial goes on along its
+new config's curve); warm starts are refused. Ray Tune's library is imported, Ray itself is
 never started.
 
 A sweep with several metrics (``metric=["loss", "latency_ms"]``) is simulated the same way,

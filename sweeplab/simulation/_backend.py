@@ -4,6 +4,11 @@ A trial's iteration takes the seconds the curve gives it and reports the curve's
 reports arrive in simulated-time order, ties by the order the trials were made. Starting a
 trial, resuming it from its last report's checkpoint and moving results take no simulated
 time.
+
+A curve knows no checkpoint: a trial that PBT's exploit hands a donor's checkpoint and a new
+config goes on from its next iteration on the curve of its new config, as if that config had
+trained it so far (the donor's iterations and the recipient's are the same at a synchronous
+round).
 """
 
 from __future__ import annotations
@@ -58,6 +63,9 @@ class SimulatedBackend:
 
     def end(self, trial: LoopTrial) -> None:
         self._training.discard(trial)
+
+    def copy_checkpoint(self, donor: LoopTrial, trial: LoopTrial) -> None:
+        """Nothing to copy: the curve of the trial's new config goes on (module docstring)."""
 
     def _call_curve(self, trial: LoopTrial, iteration: int) -> tuple[dict[str, Any], float]:
         answer = self.curve(trial.decoded, iteration)

@@ -53,6 +53,9 @@ class SimulatedTrial:
             or the iteration budget stopped it earlier) or ``"diverged"`` (it reported a NaN or
             infinite metric, and stopped there).
         stopped_at: The iteration of its last report; 0 when it reported nothing.
+        exploits: PBT's exploits of it: per exploit, the iteration it had reached and the id
+            of the donor whose config (explored) and checkpoint it took. Its `config` is the
+            one it ended with.
     """
 
     trial_id: str
@@ -60,6 +63,7 @@ class SimulatedTrial:
     reports: list[Report]
     status: str
     stopped_at: int
+    exploits: tuple[tuple[int, str], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

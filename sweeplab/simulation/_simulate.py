@@ -53,8 +53,8 @@ def simulate(
 
     Raises:
         SpecError: If an argument breaks its rule, or the sweep's strategy cannot be simulated
-            (PBT, a warm start), or `curve` returns something other than ``(metrics,
-            seconds)`` with each of the sweep's metrics.
+            (a configured PBT object, a warm start), or `curve` returns something other than
+            ``(metrics, seconds)`` with each of the sweep's metrics.
     """
     if not callable(curve):
         raise SpecError(f"curve must be a function `curve(config, iteration)`, but got {curve!r}.")
@@ -92,6 +92,7 @@ def _simulation(loop: TrialLoop) -> Simulation:
                 reports=by_trial[t.trial_id],
                 status=t.outcome,
                 stopped_at=len(t.reports),
+                exploits=tuple(t.exploits),
             )
             for t in loop.trials
         ],

@@ -32,8 +32,9 @@ class _ResampleRange:
     def __init__(self, param: FloatRange | IntRange) -> None:
         self.param = param
 
-    def __call__(self) -> float | int:
-        return sample_range(self.param, random.Random())
+    def __call__(self, rng: random.Random | None = None) -> float | int:
+        """A fresh draw of the range; from `rng` where given (a seeded sweep's PBT in the loop)."""
+        return sample_range(self.param, rng if rng is not None else random.Random())
 
 
 class _Mutations(SpaceWalk):
@@ -69,6 +70,9 @@ def pbt_mutations(space: Space | Mapping[str, Any]) -> dict[str, Any]:
 class _Project(SpaceWalk):
     """Moves ``value`` into each node; what cannot be read as the node's value is left alone."""
 
+    def __init__(self, rng: random.Random | None = None) -> None:
+        self.rng = rng if rng is not None else random.Random()
+
     def group(self, tree: Mapping[str, Any], path: str, value: Any) -> Any:
         if not isinstance(value, Mapping):
             return value
@@ -96,7 +100,7 @@ class _Project(SpaceWalk):
         branch = param.branches[option]
         if set(rest) != set(branch):
             # The option changed: draw the whole new branch.
-            rest = Space(branch).sample_one(random.Random())
+            rest = Space(branch).sample_one(self.rng)
         return self.chosen(param, option, path, rest)
 
     def constant(self, node: Any, path: str, value: Any) -> Any:
@@ -109,11 +113,13 @@ class _ProjectIntoSpace:
     def __init__(self, space: Space) -> None:
         self.space = space
 
-    def __call__(self, config: dict[str, Any]) -> dict[str, Any]:
-        return _Project().walk(self.space.params, "", config)
+    def __call__(self, config: dict[str, Any], rng: random.Random | None = None) -> dict[str, Any]:
+        """`config` moved into the space; a new conditional branch is drawn from `rng` where
+        given (Tune's PBT calls it with the config alone)."""
+        return _Project(rng).walk(self.space.params, "", config)
 
 
-def pbt_explore_fn(space: Space | Mapping[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+def pbt_explore_fn(space: Space | Mapping[str, Any]) -> Callable[..., dict[str, Any]]:
     """Returns the ``custom_explore_fn`` for PBT that keeps explored configs inside ``space``.
 
     Ranges are clipped into ``[low, high]`` and snapped to their multiple of ``q`` (integers stay

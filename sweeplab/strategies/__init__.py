@@ -28,6 +28,8 @@ from sweeplab.strategies._registry import (
 from sweeplab.strategies._schedule import (
     ASHA_REDUCTION_FACTOR,
     HYPERBAND_REDUCTION_FACTOR,
+    PBT_QUANTILE_FRACTION,
+    PBT_RESAMPLE_PROBABILITY,
     PlanInputs,
     Rung,
     TrialPlan,
@@ -64,6 +66,8 @@ __all__ = [
     "ASHA_REDUCTION_FACTOR",
     "DEFAULTS_DOC",
     "HYPERBAND_REDUCTION_FACTOR",
+    "PBT_QUANTILE_FRACTION",
+    "PBT_RESAMPLE_PROBABILITY",
     "SCHEDULERS",
     "SEARCHERS",
     "AdaptiveASHA",

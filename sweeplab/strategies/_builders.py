@@ -10,6 +10,8 @@ from sweeplab.space import SearchCompiler, TuneSearch, compile_grid_search
 from sweeplab.strategies._schedule import (
     ASHA_REDUCTION_FACTOR,
     HYPERBAND_REDUCTION_FACTOR,
+    PBT_QUANTILE_FRACTION,
+    PBT_RESAMPLE_PROBABILITY,
     median_grace,
     pbt_interval,
 )
@@ -125,8 +127,8 @@ def build_pbt(sweep: StrategySweep, setup: SchedulerSetup) -> Any:
         perturbation_interval=pbt_interval(sweep.max_iterations),
         hyperparam_mutations=pbt_mutations(sweep.space),
         custom_explore_fn=pbt_explore_fn(sweep.space),
-        quantile_fraction=0.25,
-        resample_probability=0.25,
+        quantile_fraction=PBT_QUANTILE_FRACTION,
+        resample_probability=PBT_RESAMPLE_PROBABILITY,
         # Asynchronous PBT compares a trial with the stale scores of paused trials whenever the
         # population outnumbers the slots, and was seen to exploit nothing; synchronous rounds
         # compare every trial at the same iteration.

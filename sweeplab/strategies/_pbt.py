@@ -46,7 +46,12 @@ class PopulationVariantGenerator(BasicVariantGenerator):
         return trial
 
     def is_finished(self) -> bool:
-        return bool(super().is_finished()) and all(t.is_finished() for t in self._population)
+        return self.made_all_trials() and all(t.is_finished() for t in self._population)
+
+    def made_all_trials(self) -> bool:
+        """Whether the whole population is made (Tune's own notion of finished). The trial
+        loop asks this: it runs trials of its own, not the Tune trials made here."""
+        return bool(super().is_finished())
 
     def get_state(self) -> Any:
         state = super().get_state()

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 __all__ = [
     "ASHA_REDUCTION_FACTOR",
     "HYPERBAND_REDUCTION_FACTOR",
+    "PBT_QUANTILE_FRACTION",
+    "PBT_RESAMPLE_PROBABILITY",
     "PlanInputs",
     "Rung",
     "TrialPlan",
@@ -26,6 +28,10 @@ __all__ = [
 
 ASHA_REDUCTION_FACTOR = 3
 HYPERBAND_REDUCTION_FACTOR = 3
+# PBT's bottom and top quantiles (the bottom's trials exploit the top's), and the chance that
+# an exploit draws a mutated value afresh instead of perturbing the donor's.
+PBT_QUANTILE_FRACTION = 0.25
+PBT_RESAMPLE_PROBABILITY = 0.25
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,7 +126,7 @@ def pbt_plan(inputs: PlanInputs) -> TrialPlan:
     on = f", {concurrency} at a time" if concurrency is not None and not caveat else ""
     summary = (
         f"PBT: population {n}{on}, synchronous rounds every {pbt_interval(max_t)} iteration(s), "
-        f"bottom/top quantile 25%, {max_t} iterations each"
+        f"bottom/top quantile {PBT_QUANTILE_FRACTION:.0%}, {max_t} iterations each"
     ) + caveat
     return [], n * max_t, summary
 

@@ -40,18 +40,26 @@ from sweeplab import loguniform, uniform
 {curve}
 
 def train_func(config):
-    # A trial HyperBand pauses goes on from its last report's checkpoint when resumed.
-    start = 1
+    # A trial HyperBand pauses goes on from its last report's checkpoint when resumed; one
+    # PBT exploits, from its donor's. Each report says whose config wrote the checkpoint the
+    # run started from.
+    start, restored = 1, None
     checkpoint = train.get_checkpoint()
     if checkpoint is not None:
         with checkpoint.as_directory() as folder:
             start = int((Path(folder) / "iteration").read_text()) + 1
+            restored = json.loads((Path(folder) / "config.json").read_text())
     for iteration in range(start, {max_iterations} + 1):
         metrics, _ = curve(config, iteration)
         with tempfile.TemporaryDirectory() as folder:
             (Path(folder) / "iteration").write_text(str(iteration))
+            (Path(folder) / "config.json").write_text(json.dumps(config))
             train.report(
-                {{**metrics, "config_json": json.dumps(config, sort_keys=True)}},
+                {{
+                    **metrics,
+                    "config_json": json.dumps(config, sort_keys=True),
+                    "restored_json": json.dumps(restored, sort_keys=True),
+                }},
                 checkpoint=train.Checkpoint.from_directory(folder),
             )
 

@@ -5,9 +5,10 @@ reports a fixed learning curve and checkpoints every report) through `sweeplab.e
 on one slot of a local Ray, and through `sweeplab.simulate` with one worker. With one slot no
 timing decides an order, so both must make the same configs, stop each trial at the same
 iteration and report the same curve: a trial HyperBand pauses and resumes must go on from its
-checkpoint, not start over. Further cases cover what only a real backend meets: a training
-function that fails (retried from its latest checkpoint, or the trial ends as an error), one
-that returns early, and a budget that ends a trial while it trains.
+checkpoint, not start over, and a trial PBT exploits must go on from its donor's. Further
+cases cover what only a real backend meets: a training function that fails (retried from its
+latest checkpoint, or the trial ends as an error), one that returns early, and a budget that
+ends a trial while it trains.
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ def run_on_slots(sweep: Sweep, storage: Path, **kwargs: Any) -> TrialLoop:
     [
         ("optuna", "adaptive-asha", 5),
         ("random", "hyperband", 3),
+        # PBT's exploits: a recipient goes on from a copy of its donor's checkpoint with the
+        # donor's explored config, as the simulator has it go on along its new config's curve.
+        ("random", "pbt", 3),
     ],
 )
 def test_slots_and_the_simulator_decide_alike(
@@ -66,7 +70,10 @@ def test_slots_and_the_simulator_decide_alike(
 ) -> None:
     sweep = write_spec(in_tmp, searcher, scheduler, seed)
     simulated = simulate(sweep, the_curve(), workers=1)
-    assert min(t.stopped_at for t in simulated.trials) < 9, "the case stops no trial early"
+    if scheduler == "pbt":
+        assert any(t.exploits for t in simulated.trials), "the case exploits no trial"
+    else:
+        assert min(t.stopped_at for t in simulated.trials) < 9, "the case stops no trial early"
 
     loop = run_on_slots(sweep, in_tmp / "runs")
 
@@ -79,7 +86,19 @@ def test_slots_and_the_simulator_decide_alike(
         assert losses(trial.reports) == pytest.approx(
             [float(r.metrics["loss"]) for r in expected.reports]
         )
-        assert json.loads(trial.reports[0][0]["config_json"]) == trial.decoded
+        # The config the training function last got is the trial's (PBT's, after exploits).
+        assert json.loads(trial.reports[-1][0]["config_json"]) == trial.decoded
+    by_id = {t.trial_id: t for t in loop.trials}
+    for trial in loop.trials:
+        for iteration, donor_id in trial.exploits:
+            # The run after the exploit started from the donor's checkpoint of that round.
+            donor_then = by_id[donor_id].reports[iteration - 1][0]["config_json"]
+            assert trial.reports[iteration][0]["restored_json"] == donor_then
+    place = {t.trial_id: i for i, t in enumerate(loop.trials)}
+    simulated_place = {t.trial_id: i for i, t in enumerate(simulated.trials)}
+    assert [[(it, place[d]) for it, d in t.exploits] for t in loop.trials] == [
+        [(it, simulated_place[d]) for it, d in t.exploits] for t in simulated.trials
+    ]
 
 
 FAULTS = """

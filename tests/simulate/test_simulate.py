@@ -305,7 +305,6 @@ def test_sweeplab_simulate_runs_the_simulation() -> None:
 @pytest.mark.parametrize(
     ("changes", "match"),
     [
-        ({"scheduler": "pbt"}, r"`scheduler` cannot be simulated: PBT"),
         ({"warm_start": [{"early": 1.0, "late": 1.0}]}, r"`warm_start` cannot be simulated"),
     ],
 )
