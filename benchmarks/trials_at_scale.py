@@ -15,13 +15,18 @@ made by ``initdb`` with ``fsync=off`` as the tests make it, Debian's ``postgresq
 unless named. `tracked-thread` with the writer thread
 (``SWEEPLAB_TRACKING_WRITER=thread``), `tracked-fsync` with ``SWEEPLAB_SQLITE_WAL=0`` (MLflow's
 defaults, a disk sync per commit; not run unless named), `untracked` records nothing. For each
-arm: the sweep's wall time, the overhead per trial per slot ((wall - minimum) x slots / trials,
-where minimum is the trials' own sleep spread over the slots), and the driver process's peak
-RSS. The ratios are against `untracked` and `tracked` (SQLite), in one run.
+arm: the sweep's wall time, the iterations its trials reported, the overhead per trial per slot
+((wall - minimum) x slots / trials, where minimum is every trial's 3 sleeps spread over the
+slots), the same against the sleeps of the iterations reported (under Tune a stopped trial's
+function may sleep on while the scheduler decides; the loop's trials wait for each decision),
+and the driver process's peak RSS. The ratios are against `untracked` and `tracked` (SQLite),
+in one run.
 
-`loop-slots` (not run unless named) runs the same trials through sweeplab's own trial loop on
-two warm slots (`sweeplab.engine.slot_loop`: each slot a one-worker Train group, no Tune
-controller), untracked; set it beside `untracked`, whose trials Tune runs in its trial actors.
+`loop-slots` and `loop-in-process` (not run unless named) run the same trials through
+sweeplab's own trial loop on two warm slots (`sweeplab.engine.slot_loop`, no Tune controller),
+untracked: each slot a one-worker Train group, or (`loop-in-process`) the slot's host actor
+running the trial itself. Set them beside `untracked`, whose trials Tune runs in its trial
+actors.
 """
 
 from __future__ import annotations
@@ -54,8 +59,10 @@ ARMS = (
     "tracked-fsync",
     "untracked",
     "loop-slots",
+    "loop-in-process",
 )
-UNTRACKED = ("untracked", "loop-slots")
+LOOP_ARMS = ("loop-slots", "loop-in-process")
+UNTRACKED = ("untracked", *LOOP_ARMS)
 DEFAULT_ARMS = ("tracked", "tracked-orm", "untracked")
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "trials_at_scale.json"
 
@@ -88,8 +95,8 @@ def _arm(name: str, trials: int, folder: Path, uri: str | None = None) -> dict[s
 
     spec = folder / "spec.py"
     spec.write_text(SPEC.format(reports=REPORTS, sleep=SLEEP_S, trials=trials))
-    if name == "loop-slots":
-        return _loop_arm(load_spec(spec), folder)
+    if name in LOOP_ARMS:
+        return _loop_arm(load_spec(spec), folder, in_process=name == "loop-in-process")
     options = SweepOptions(
         spec_path=spec,
         storage=folder / "runs",
@@ -100,21 +107,26 @@ def _arm(name: str, trials: int, folder: Path, uri: str | None = None) -> dict[s
     begin = time.perf_counter()
     outcome = run_sweep(load_spec(spec), options)
     wall = time.perf_counter() - begin
-    return _arm_result(wall, outcome.trials, outcome.plan.concurrency, outcome.errored)
+    iterations = sum(t.iterations for t in outcome.summary.trials)
+    return _arm_result(wall, outcome.trials, outcome.plan.concurrency, outcome.errored, iterations)
 
 
-def _arm_result(wall: float, trials: int, slots: int, errored: int) -> dict[str, Any]:
-    """What an arm prints: its wall time, its trials and this driver's peak RSS."""
+def _arm_result(
+    wall: float, trials: int, slots: int, errored: int, iterations: int
+) -> dict[str, Any]:
+    """What an arm prints: its wall time, its trials, the iterations they trained in all
+    (ASHA stops most early) and this driver's peak RSS."""
     return {
         "wall_s": round(wall, 1),
         "trials": trials,
+        "iterations": iterations,
         "slots": slots,
         "errored": errored,
         "driver_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     }
 
 
-def _loop_arm(sweep: Any, folder: Path) -> dict[str, Any]:
+def _loop_arm(sweep: Any, folder: Path, *, in_process: bool) -> dict[str, Any]:
     """The sweep's trials through sweeplab's trial loop on `SLOTS` warm slots."""
     import ray
 
@@ -122,13 +134,12 @@ def _loop_arm(sweep: Any, folder: Path) -> dict[str, Any]:
 
     start_local_ray(folder, num_cpus=SLOTS, log_to_driver=False)
     begin = time.perf_counter()
-    with slot_loop(sweep, storage=folder / "runs", slots=SLOTS) as loop:
+    with slot_loop(sweep, storage=folder / "runs", slots=SLOTS, in_process=in_process) as loop:
         loop.run()
     wall = time.perf_counter() - begin
     ray.shutdown()
-    return _arm_result(
-        wall, len(loop.trials), SLOTS, sum(t.outcome == "error" for t in loop.trials)
-    )
+    errored = sum(t.outcome == "error" for t in loop.trials)
+    return _arm_result(wall, len(loop.trials), SLOTS, errored, len(loop.reports))
 
 
 @contextlib.contextmanager
@@ -226,6 +237,13 @@ def run_arm(name: str, trials: int) -> dict[str, Any]:
     result["overhead_ms_per_trial_per_slot"] = round(
         (result["wall_s"] - minimum) * SLOTS / trials * 1000, 1
     )
+    # The same against the iterations the trials reported: under Tune a trial's function
+    # trains on while the scheduler decides, so a stopped trial may sleep out its reports;
+    # the loop's trials wait for each decision.
+    trained = result["iterations"] * SLEEP_S / SLOTS
+    result["overhead_ms_per_trained_trial_per_slot"] = round(
+        (result["wall_s"] - trained) * SLOTS / trials * 1000, 1
+    )
     return result
 
 
@@ -262,7 +280,9 @@ def main(argv: list[str] | None = None) -> None:
     for column in (
         "arm",
         "wall s",
+        "iterations",
         "overhead ms/trial/slot",
+        "over trained iterations",
         "driver peak RSS MB",
         "wall / untracked",
         "wall / tracked",
@@ -272,7 +292,9 @@ def main(argv: list[str] | None = None) -> None:
         ratio = f"{arm['wall_s'] / base['wall_s']:.2f}" if base else "-"
         to_sqlite = f"{arm['wall_s'] / sqlite['wall_s']:.2f}" if sqlite else "-"
         table.add_row(
-            name, str(arm["wall_s"]), str(arm["overhead_ms_per_trial_per_slot"]),
+            name, str(arm["wall_s"]), str(arm["iterations"]),
+            str(arm["overhead_ms_per_trial_per_slot"]),
+            str(arm["overhead_ms_per_trained_trial_per_slot"]),
             str(arm["driver_peak_rss_mb"]), ratio, to_sqlite,
         )  # fmt: skip
     console.print(table)

@@ -27,7 +27,14 @@ from typing import TYPE_CHECKING, Any
 
 from sweeplab.engine._driver import _attempt_name as attempt_name
 from sweeplab.engine._session import pickle_spec_by_value
-from sweeplab.engine.slots import CONTINUE, LEAVE, close_slots, slot_name, start_slots
+from sweeplab.engine.slots import (
+    CONTINUE,
+    LEAVE,
+    close_slots,
+    slot_name,
+    start_in_process_hosts,
+    start_slots,
+)
 from sweeplab.keys import CHECKPOINT_PATH_KEY
 from sweeplab.loop import BackendReport, LoopTrial, TrialLoop, sweep_loop
 
@@ -39,13 +46,22 @@ __all__ = ["SlotBackend", "slot_loop"]
 
 @contextlib.contextmanager
 def slot_loop(
-    sweep: Sweep, *, storage: Path, slots: int = 1, budget_iterations: int | None = None
+    sweep: Sweep,
+    *,
+    storage: Path,
+    slots: int = 1,
+    budget_iterations: int | None = None,
+    in_process: bool | None = None,
 ) -> Iterator[TrialLoop]:
     """The trial loop of `sweep` on `slots` warm slots of the connected Ray cluster.
 
     The slots (each a ``TorchTrainer`` group of the sweep's ``workers_per_trial`` workers,
     reserving its ``worker_resources``) start on entry and close on exit; each trial's runs
     write their checkpoints under ``storage/trials``. Call `TrialLoop.run` inside.
+
+    A one-worker trial runs in its slot's host actor itself (`InProcessHost`: no trainer
+    group, the worker's resources reserved by the host), as the engine runs one-worker trials
+    in their Tune actor; `in_process` overrides that choice (False: a one-worker group).
 
     Raises:
         SpecError: If the sweep's strategy cannot run in the loop (a configured PBT object, a
@@ -57,15 +73,29 @@ def slot_loop(
     loop = sweep_loop(sweep, _NoBackendYet(), workers=slots, budget_iterations=budget_iterations)
     prefix = f"sweeplab-loop-{sweep.name}-{time.time_ns()}"
     pickle_spec_by_value(sweep)
-    hosts = start_slots(
-        names=tuple(slot_name(prefix, i) for i in range(slots)),
-        train_func=sweep.train_func,
-        num_workers=sweep.workers_per_trial,
-        use_gpu=sweep.use_gpu,
-        resources_per_worker=sweep.worker_resources,
-        placement_strategy=sweep.placement_strategy,
-        storage=str(storage / "slots"),
-    )
+    names = tuple(slot_name(prefix, i) for i in range(slots))
+    if in_process is None:
+        in_process = sweep.workers_per_trial == 1
+    if in_process:
+        if sweep.workers_per_trial != 1:
+            raise ValueError("only a one-worker trial runs in its slot's host (in_process)")
+        hosts = start_in_process_hosts(
+            names=names,
+            train_func=sweep.train_func,
+            use_gpu=sweep.use_gpu,
+            resources_per_worker=sweep.worker_resources,
+            storage=str(storage / "slots"),
+        )
+    else:
+        hosts = start_slots(
+            names=names,
+            train_func=sweep.train_func,
+            num_workers=sweep.workers_per_trial,
+            use_gpu=sweep.use_gpu,
+            resources_per_worker=sweep.worker_resources,
+            placement_strategy=sweep.placement_strategy,
+            storage=str(storage / "slots"),
+        )
     try:
         loop.backend = SlotBackend(
             hosts,

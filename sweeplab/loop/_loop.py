@@ -84,6 +84,10 @@ class TrialLoop:
             fewer than `workers` are live, which is the same for a scheduler that only stops
             trials (its limit is `workers`).
         max_failures: Retries of a trial whose training function failed; -1: no limit.
+        release_ended: Whether `get_trials` leaves ended trials out, as the engine's Tune
+            controller lets ended trials go under a scheduler that only stops trials: Tune's
+            ``choose_trial_to_run`` scans every trial it is given at each start, which made a
+            sweep's per-trial cost grow with its length. `trials` keeps them all.
     """
 
     def __init__(
@@ -101,6 +105,7 @@ class TrialLoop:
         budget_iterations: int | None,
         max_pending: int | None = None,
         max_failures: int = 0,
+        release_ended: bool = False,
     ) -> None:
         self._flatten = tune_flattener()
         self.scheduler = scheduler
@@ -115,6 +120,7 @@ class TrialLoop:
         self.budget = budget_iterations
         self.max_pending = max_pending
         self.max_failures = max_failures
+        self.release_ended = release_ended
         self.trials: list[LoopTrial] = []
         self.live: dict[LoopTrial, None] = {}  # insertion-ordered set
         self.running = 0
@@ -123,7 +129,7 @@ class TrialLoop:
 
     # What Tune's schedulers call on the controller.
     def get_trials(self) -> list[LoopTrial]:
-        return self.trials
+        return list(self.live) if self.release_ended else self.trials
 
     def get_live_trials(self) -> list[LoopTrial]:
         return list(self.live)

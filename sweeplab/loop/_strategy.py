@@ -317,4 +317,5 @@ def sweep_loop(
         budget_iterations=budget_iterations,
         max_pending=simulated_max_pending(sweep, source),
         max_failures=sweep.max_failures,
+        release_ended=scheduler_traits(sweep.scheduler, declared=sweep.scheduler_traits).only_stops,
     )

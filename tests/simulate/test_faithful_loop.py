@@ -2,7 +2,8 @@
 
 Each case runs the sweep of `test_faithful` (a seeded searcher, a training function that
 reports a fixed learning curve and checkpoints every report) through `sweeplab.engine.slot_loop`
-on one slot of a local Ray, and through `sweeplab.simulate` with one worker. With one slot no
+on one slot of a local Ray (the slot's host running the trial itself, or, in one case, a
+one-worker trainer group), and through `sweeplab.simulate` with one worker. With one slot no
 timing decides an order, so both must make the same configs, stop each trial at the same
 iteration and report the same curve: a trial HyperBand pauses and resumes must go on from its
 checkpoint, not start over, and a trial PBT exploits must go on from its donor's. Further
@@ -56,17 +57,19 @@ def run_on_slots(sweep: Sweep, storage: Path, **kwargs: Any) -> TrialLoop:
 
 
 @pytest.mark.parametrize(
-    ("searcher", "scheduler", "seed"),
+    ("searcher", "scheduler", "seed", "in_process"),
     [
-        ("optuna", "adaptive-asha", 5),
-        ("random", "hyperband", 3),
+        ("optuna", "adaptive-asha", 5, True),
+        ("random", "hyperband", 3, True),
+        # The same on a slot that is a one-worker trainer group (not the host itself).
+        ("random", "hyperband", 3, False),
         # PBT's exploits: a recipient goes on from a copy of its donor's checkpoint with the
         # donor's explored config, as the simulator has it go on along its new config's curve.
-        ("random", "pbt", 3),
+        ("random", "pbt", 3, True),
     ],
 )
 def test_slots_and_the_simulator_decide_alike(
-    ray_local: None, in_tmp: Path, searcher: str, scheduler: str, seed: int
+    ray_local: None, in_tmp: Path, searcher: str, scheduler: str, seed: int, in_process: bool
 ) -> None:
     sweep = write_spec(in_tmp, searcher, scheduler, seed)
     simulated = simulate(sweep, the_curve(), workers=1)
@@ -75,7 +78,7 @@ def test_slots_and_the_simulator_decide_alike(
     else:
         assert min(t.stopped_at for t in simulated.trials) < 9, "the case stops no trial early"
 
-    loop = run_on_slots(sweep, in_tmp / "runs")
+    loop = run_on_slots(sweep, in_tmp / "runs", in_process=in_process)
 
     assert [(t.decoded, len(t.reports)) for t in loop.trials] == [
         (t.config, t.stopped_at) for t in simulated.trials

@@ -20,13 +20,15 @@ together, and no rank is left waiting in a collective.
 
 The parts, one module each: ``_protocol`` (the assignment, decisions and report keys they
 exchange), ``_host`` (:class:`SlotHost`), ``_worker`` (the loop each rank runs), ``_pool``
-(starting and closing a sweep's slots) and ``_client`` (the Tune trial's side).
+(starting and closing a sweep's slots), ``_client`` (the Tune trial's side) and ``_in_process``
+(a slot for one-worker trials of the trial loop: the trial runs in the host actor itself).
 """
 
 from __future__ import annotations
 
 from sweeplab.engine.slots._client import run_in_slot, stop_current_run
 from sweeplab.engine.slots._host import SlotHost
+from sweeplab.engine.slots._in_process import InProcessHost, start_in_process_hosts
 from sweeplab.engine.slots._pool import ReleasePausedTrial, close_slots, slot_name, start_slots
 from sweeplab.engine.slots._protocol import CONTINUE, LEAVE, Assignment
 
@@ -34,11 +36,13 @@ __all__ = [
     "CONTINUE",
     "LEAVE",
     "Assignment",
+    "InProcessHost",
     "ReleasePausedTrial",
     "SlotHost",
     "close_slots",
     "run_in_slot",
     "slot_name",
+    "start_in_process_hosts",
     "start_slots",
     "stop_current_run",
 ]

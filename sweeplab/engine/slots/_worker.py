@@ -16,10 +16,10 @@ from typing import Any
 
 from sweeplab.engine.slots._protocol import LEAVE, Assignment
 
-__all__ = ["slot_worker_loop"]
+__all__ = ["LeaveTrial", "free_memory", "slot_worker_loop"]
 
 
-class _LeaveTrial(BaseException):
+class LeaveTrial(BaseException):
     """Raised in `ray.train.report` when the trial ends there (stop, pause, exploit).
 
     A `BaseException`, so that a user's `except Exception` around a report cannot swallow it.
@@ -69,7 +69,7 @@ class _SlotTrainFnUtils:
         if saved is not None:
             self._checkpoint = ray.train.Checkpoint(saved)
         if decision == LEAVE:
-            raise _LeaveTrial()
+            raise LeaveTrial()
 
     def get_checkpoint(self) -> Any:
         return self._checkpoint
@@ -97,13 +97,13 @@ def slot_worker_loop(config: dict[str, Any]) -> None:
         outcome: tuple[str, Any] = ("done", None)
         try:
             train_func(assignment.config)
-        except _LeaveTrial:
+        except LeaveTrial:
             outcome = ("left", None)
         except Exception:
             outcome = ("error", traceback.format_exc())
         finally:
             install_train_fn_utils(base)
-            _free_memory()
+            free_memory()
         if ray.get(host.finished.remote(assignment.seq, rank, outcome)) == "restart":
             raise RuntimeError(
                 f"trial {assignment.trial_id} failed on rank {rank} while other ranks did not: "
@@ -111,7 +111,7 @@ def slot_worker_loop(config: dict[str, Any]) -> None:
             )
 
 
-def _free_memory() -> None:
+def free_memory() -> None:
     """Frees the last trial's cyclic garbage (a model, its CUDA tensors) before the next trial.
 
     What survives the collection (modules, Ray's and the user's long-lived state) is then
