@@ -26,7 +26,8 @@ in one run.
 sweeplab's own trial loop on two warm slots (`sweeplab.engine.slot_loop`, no Tune controller),
 untracked: each slot a one-worker Train group, or (`loop-in-process`) the slot's host actor
 running the trial itself. Set them beside `untracked`, whose trials Tune runs in its trial
-actors.
+actors. `tracked-loop` and `untracked-loop` (not run unless named) run the whole sweep as
+`sweeplab sweep --engine loop` does, beside `tracked` and `untracked`.
 """
 
 from __future__ import annotations
@@ -60,9 +61,11 @@ ARMS = (
     "untracked",
     "loop-slots",
     "loop-in-process",
+    "tracked-loop",
+    "untracked-loop",
 )
 LOOP_ARMS = ("loop-slots", "loop-in-process")
-UNTRACKED = ("untracked", *LOOP_ARMS)
+UNTRACKED = ("untracked", "untracked-loop", *LOOP_ARMS)
 DEFAULT_ARMS = ("tracked", "tracked-orm", "untracked")
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "trials_at_scale.json"
 
@@ -102,7 +105,8 @@ def _arm(name: str, trials: int, folder: Path, uri: str | None = None) -> dict[s
         storage=folder / "runs",
         tracking_uri=uri or f"sqlite:///{folder / 'mlflow.db'}",
         live=False,
-        track=name != "untracked",
+        track=not name.startswith("untracked"),
+        engine="loop" if name.endswith("-loop") else "tune",
     )
     begin = time.perf_counter()
     outcome = run_sweep(load_spec(spec), options)

@@ -60,6 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument(
         "--fail-on-stall", action="store_true", help="end a stalled sweep with exit 1"
     )
+    sweep.add_argument(
+        "--engine",
+        choices=("tune", "loop"),
+        default="tune",
+        help="what runs the trials: Ray Tune's controller (default), or sweeplab's own trial "
+        "loop (faster; no --resume, warm start or stall watchdog yet)",
+    )
 
     preview = sub.add_parser(
         "preview",

@@ -167,7 +167,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         live=not args.no_live,
         stall_timeout_s=args.stall_timeout,
         fail_on_stall=args.fail_on_stall,
+        engine=args.engine,
     )
+    if options.engine == "loop":
+        from sweeplab.engine import check_loop_engine
+
+        check_loop_engine(apply_options(sweep, options), resume=args.resume)
     if options.address is not None:
         from sweeplab.engine import check_address
 

@@ -9,7 +9,7 @@ calls `SweepEvents.on_trial_exploit`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ray.tune import Callback
 
@@ -19,10 +19,28 @@ from sweeplab.engine._heap import HeapTrimmer
 from sweeplab.keys import ITERATION_KEY
 from sweeplab.raycompat import NewTrials, forget_trial_statistics, trial_error_text
 
-if TYPE_CHECKING:
-    from sweeplab.tracking import SweepTracker
+__all__ = ["SweepEvents", "TrialRecorder"]
 
-__all__ = ["SweepEvents"]
+
+class TrialRecorder(Protocol):
+    """What records the trials' events: the MLflow tracker (`sweeplab.tracking.SweepTracker`),
+    or an untracked sweep's in-memory ranking (`sweeplab.tracking.UntrackedRanking`)."""
+
+    def trial_added(self, trial: Any) -> None: ...
+
+    def trial_started(self, trial: Any) -> None: ...
+
+    def trial_retried(self, trial: Any) -> None: ...
+
+    def trial_reported(self, trial: Any, result: Mapping[str, Any]) -> None: ...
+
+    def trial_ended(self, trial: Any) -> None: ...
+
+    def trial_failed(self, trial: Any, error: str | None) -> None: ...
+
+    def note_exploit(
+        self, trial_id: str, donor_id: str, iteration: int, new_config: dict[str, Any]
+    ) -> None: ...
 
 
 class SweepEvents(Callback):
@@ -54,7 +72,7 @@ class SweepEvents(Callback):
         self,
         callbacks: Iterable[SweepCallback],
         *,
-        tracker: SweepTracker | None = None,
+        tracker: TrialRecorder | None = None,
         max_iterations: int | None = None,
         decode: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
         metric: str | None = None,
@@ -92,6 +110,10 @@ class SweepEvents(Callback):
             error=error,
             decode=self._decode,
         )
+
+    def add_trial(self, trial: Any) -> None:
+        """The sweep made `trial` (the trial loop's event; Tune's come through its steps)."""
+        self._add(trial)
 
     def _add(self, trial: Any) -> None:
         if trial.trial_id in self._trials:

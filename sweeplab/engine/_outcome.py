@@ -13,9 +13,10 @@ from sweeplab.engine._warm import WarmStartPlan
 from sweeplab.spec import Sweep
 
 if TYPE_CHECKING:
+    from sweeplab.engine._sinks import Sinks
     from sweeplab.tracking import SweepSummary
 
-__all__ = ["SweepOutcome", "rank_untracked", "write_best_config"]
+__all__ = ["SweepOutcome", "finish_sweep", "rank_untracked", "write_best_config"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +38,37 @@ class SweepOutcome:
     diverged: int = 0
     warm_start: WarmStartPlan | None = None
     warnings: tuple[str, ...] = ()
+
+
+def finish_sweep(
+    resolved: ResolvedSweep,
+    summary: SweepSummary,
+    *,
+    plan: ResourcePlan,
+    wall_s: float,
+    errored: int,
+    trials: int,
+    sinks: Sinks,
+    warm_start: WarmStartPlan | None = None,
+) -> SweepOutcome:
+    """The outcome of a ranked sweep: ``best_config.json`` written, each sweep callback told."""
+    outcome = SweepOutcome(
+        sweep=resolved.sweep,
+        resolved=resolved,
+        storage_dir=resolved.run_dir,
+        best=write_best_config(resolved, summary),
+        summary=summary,
+        plan=plan,
+        wall_s=wall_s,
+        errored=errored,
+        trials=trials,
+        diverged=sum(1 for trial in summary.trials if trial.status == "diverged"),
+        warm_start=warm_start,
+        warnings=tuple(w for w in [sinks.table.data_wait_warning()] if w),
+    )
+    for callback in sinks.callbacks:
+        callback.on_sweep_end(outcome)
+    return outcome
 
 
 def rank_untracked(resolved: ResolvedSweep, results: Any) -> SweepSummary:

@@ -17,7 +17,8 @@ from typing import Any
 from sweeplab.engine._address import check_address
 from sweeplab.engine._callbacks import SweepCallback
 from sweeplab.engine._driver import TrialSettings
-from sweeplab.engine._outcome import SweepOutcome, rank_untracked, write_best_config
+from sweeplab.engine._loop_sweep import ENGINES, check_loop_engine, run_on_loop
+from sweeplab.engine._outcome import SweepOutcome, finish_sweep, rank_untracked
 from sweeplab.engine._plan import ResourcePlan, local_nodes, plan_resources
 from sweeplab.engine._resolved import ResolvedSweep
 from sweeplab.engine._session import (
@@ -58,6 +59,9 @@ class SweepOptions:
             times the longest such silence seen so far, at least 120 s.
         fail_on_stall: Whether such a stall ends the sweep with `SweepStalled` (the CLI
             exits 1) instead of waiting on.
+        engine: What runs the trials: ``"tune"``, Ray Tune's controller, or ``"loop"``,
+            sweeplab's own trial loop on warm slots (no resume, warm start or stall watchdog
+            yet; see ``docs/trials.md``).
     """
 
     spec_path: Path | None = None
@@ -73,8 +77,14 @@ class SweepOptions:
     callbacks: Sequence[SweepCallback] = ()
     stall_timeout_s: float | None = None
     fail_on_stall: bool = False
+    engine: str = "tune"
 
     def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise SpecError(
+                f"SweepOptions.engine must be one of {', '.join(map(repr, ENGINES))}, "
+                f"but got {self.engine!r}."
+            )
         timeout = self.stall_timeout_s
         number = isinstance(timeout, int | float) and not isinstance(timeout, bool)
         if timeout is not None and not (number and 0 < timeout < inf):
@@ -147,6 +157,8 @@ def run_sweep(
 
         check_tracking_uri(options.tracking_uri)  # a typo or a server that is down: exit 2
     sweep = apply_options(sweep, options)
+    if options.engine == "loop":
+        check_loop_engine(sweep, resume=options.resume)
     if warm_start is None and not options.resume:  # a resumed searcher keeps its own state
         warm_start = plan_warm_start(sweep, options.tracking_uri)
     sweep_dir = options.storage.expanduser().resolve() / sweep.name
@@ -170,6 +182,8 @@ def run_sweep(
         if plan is None or not started_here:
             plan = plan_resources(sweep, cluster_nodes())
         resolved = ResolvedSweep.resolve(sweep, options, plan, run_dir)
+        if options.engine == "loop":
+            return run_on_loop(resolved, options, plan, started)
         return _run_on_ray(resolved, options, plan, started, warm_start)
 
 
@@ -227,20 +241,13 @@ def _run_on_ray(
         summary = tracker.finish(status=status) if tracker is not None and tracking else None
     if summary is None:
         summary = rank_untracked(resolved, itertools.chain(results, released.results()))
-    outcome = SweepOutcome(
-        sweep=resolved.sweep,
-        resolved=resolved,
-        storage_dir=resolved.run_dir,
-        best=write_best_config(resolved, summary),
-        summary=summary,
+    return finish_sweep(
+        resolved,
+        summary,
         plan=plan,
         wall_s=time.monotonic() - started,
         errored=errored,
         trials=trials,
-        diverged=sum(1 for trial in summary.trials if trial.status == "diverged"),
+        sinks=sinks,
         warm_start=warm_start,
-        warnings=tuple(w for w in [sinks.table.data_wait_warning()] if w),
     )
-    for callback in sinks.callbacks:
-        callback.on_sweep_end(outcome)
-    return outcome

@@ -67,38 +67,49 @@ def slot_loop(
         SpecError: If the sweep's strategy cannot run in the loop (a configured PBT object, a
             warm start).
     """
-    if not isinstance(sweep.workers_per_trial, int):
+    workers = sweep.workers_per_trial
+    if not isinstance(workers, int):
         raise ValueError("an elastic group (workers_per_trial=(min, max)) runs on no slot")
     storage = Path(storage)
     loop = sweep_loop(sweep, _NoBackendYet(), workers=slots, budget_iterations=budget_iterations)
     prefix = f"sweeplab-loop-{sweep.name}-{time.time_ns()}"
     pickle_spec_by_value(sweep)
-    names = tuple(slot_name(prefix, i) for i in range(slots))
     if in_process is None:
-        in_process = sweep.workers_per_trial == 1
-    if in_process:
-        if sweep.workers_per_trial != 1:
-            raise ValueError("only a one-worker trial runs in its slot's host (in_process)")
-        hosts = start_in_process_hosts(
+        in_process = workers == 1
+    if in_process and workers != 1:
+        raise ValueError("only a one-worker trial runs in its slot's host (in_process)")
+
+    def start(names: tuple[str, ...]) -> list[Any]:
+        if in_process:
+            return start_in_process_hosts(
+                names=names,
+                train_func=sweep.train_func,
+                use_gpu=sweep.use_gpu,
+                resources_per_worker=sweep.worker_resources,
+                storage=str(storage / "slots"),
+            )
+        return start_slots(
             names=names,
             train_func=sweep.train_func,
-            use_gpu=sweep.use_gpu,
-            resources_per_worker=sweep.worker_resources,
-            storage=str(storage / "slots"),
-        )
-    else:
-        hosts = start_slots(
-            names=names,
-            train_func=sweep.train_func,
-            num_workers=sweep.workers_per_trial,
+            num_workers=workers,
             use_gpu=sweep.use_gpu,
             resources_per_worker=sweep.worker_resources,
             placement_strategy=sweep.placement_strategy,
             storage=str(storage / "slots"),
         )
+
+    hosts = start(tuple(slot_name(prefix, i) for i in range(slots)))
+
+    def replace(dead: Any) -> Any:
+        """A fresh slot for one whose host died (a one-worker trial's process killed)."""
+        (new,) = start((slot_name(f"{prefix}-r{len(hosts)}", 0),))
+        hosts.append(new)
+        return new
+
     try:
         loop.backend = SlotBackend(
             hosts,
+            replace_host=replace,
             storage=storage / "trials",
             metric=sweep.metric,
             mode=sweep.mode,
@@ -154,12 +165,15 @@ class SlotBackend:
         max_failures: Group restarts a run survives (a restart resumes from its latest
             checkpoint); the loop's own ``max_failures`` retries a failed training function.
         clock: Seconds since some start (the loop's report times count from the first call).
+        replace_host: Starts a slot in place of one whose host actor died (the process of an
+            in-process slot killed); None: the dead slot is dropped.
     """
 
     def __init__(
         self,
         hosts: list[Any],
         *,
+        replace_host: Callable[[Any], Any] | None = None,
         storage: Path,
         metric: str,
         mode: str,
@@ -180,6 +194,7 @@ class SlotBackend:
             "max_failures": max_failures,
         }
         self._clock = clock
+        self._replace_host = replace_host
         self._start = clock()
         self._runs: dict[LoopTrial, _SlotRun] = {}  # trials whose run holds a slot
         self._calls: dict[Any, _SlotRun] = {}  # next_event call -> its run
@@ -210,6 +225,7 @@ class SlotBackend:
                 event = ray.get(ready[0])
             except Exception as exc:  # the slot's host died
                 event = ("error", f"The trial's slot failed: {exc!r}")
+                run.host = self._replace_dead(run.host)
             if event is None:  # nothing yet: wait on
                 self._call(run, None)
                 continue
@@ -226,7 +242,8 @@ class SlotBackend:
                 seconds, run.asked_at = now - run.asked_at, now
                 return BackendReport(run.trial, metrics, seconds, now - self._start)
             # "done" or "error": the run left its slot.
-            self._free.append(run.host)
+            if run.host is not None:
+                self._free.append(run.host)
             if self._runs.get(run.trial) is run:
                 del self._runs[run.trial]
             self._start_waiting()
@@ -264,6 +281,14 @@ class SlotBackend:
         self._checkpoints[trial] = self._copies[trial] = str(copy)
 
     # -- the slots ------------------------------------------------------------------------
+
+    def _replace_dead(self, host: Any) -> Any:
+        """The slot that takes the place of `host`, whose actor died; None if none does."""
+        import ray
+
+        with contextlib.suppress(Exception):
+            ray.kill(host)
+        return self._replace_host(host) if self._replace_host is not None else None
 
     def _start_waiting(self) -> None:
         import ray

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from sweeplab.loop._backend import BackendReport, TrialBackend
 from sweeplab.loop._loop import LoopReport, TrialLoop
+from sweeplab.loop._observer import LoopObserver
 from sweeplab.loop._pbt import LoopPBT
 from sweeplab.loop._source import TrialSource
 from sweeplab.loop._strategy import sweep_loop
@@ -35,6 +36,7 @@ __all__ = [
     "STOP",
     "TERMINATED",
     "BackendReport",
+    "LoopObserver",
     "LoopPBT",
     "LoopReport",
     "LoopTrial",

@@ -37,12 +37,14 @@ start. What trains a trial, and when its reports arrive, is the backend's
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from sweeplab._numbers import diverged
 from sweeplab.errors import SweeplabError
 from sweeplab.loop._backend import TrialBackend
+from sweeplab.loop._observer import LoopObserver
 from sweeplab.loop._source import TrialSource
 from sweeplab.loop._trial import (
     CONTINUE,
@@ -126,6 +128,8 @@ class TrialLoop:
         self.running = 0
         self.reports: list[LoopReport] = []
         self.stopped_all = False
+        self.observer = LoopObserver()  # the engine sets its own
+        self.deadline: float | None = None  # a time budget's end (time.monotonic())
 
     # What Tune's schedulers call on the controller.
     def get_trials(self) -> list[LoopTrial]:
@@ -147,6 +151,7 @@ class TrialLoop:
             trial.outcome = "finished"  # paused at its last iteration, then stopped
         self.scheduler.on_trial_remove(self, trial)
         self.source.on_trial_complete(trial.trial_id)
+        self.observer.on_trial_end(trial)
 
     def exploit(self, trial: LoopTrial, donor: LoopTrial, config: dict[str, Any]) -> None:
         """PBT's exploit: `trial` (paused, or pausing at the result being decided) takes
@@ -156,6 +161,7 @@ class TrialLoop:
         trial.evaluated_params = self._flatten(config)
         trial.exploits.append((len(trial.reports), donor.trial_id))
         self.backend.copy_checkpoint(donor, trial)
+        self.observer.on_trial_exploit(trial, donor, len(trial.reports))
 
     def run(self) -> None:
         """Runs the sweep to its end: every trial ended, or the budget spent.
@@ -175,7 +181,7 @@ class TrialLoop:
             else:
                 metrics = dict(report.metrics)
                 self._process_report(report.trial, metrics, report.seconds, report.time_s)
-            if self.budget is not None and len(self.reports) >= self.budget:
+            if self._budget_spent():
                 self._stop_all()
             self._make_and_start_trials()
         paused = [t.trial_id for t in self.live if t.status == PAUSED]
@@ -189,6 +195,12 @@ class TrialLoop:
                 "the searcher made no new trial while no trial was running (it returned no "
                 f"config after {len(self.trials)} trials); under Tune the sweep would wait."
             )
+
+    def _budget_spent(self) -> bool:
+        """The iteration budget or the time budget (checked at each report) is spent."""
+        if self.budget is not None and len(self.reports) >= self.budget:
+            return True
+        return self.deadline is not None and time.monotonic() >= self.deadline
 
     def close(self) -> None:
         """Frees what the search holds (a grid's variant generator, its scratch folder)."""
@@ -210,6 +222,7 @@ class TrialLoop:
             self.trials.append(trial)
             self.live[trial] = None
             self.scheduler.on_trial_add(self, trial)
+            self.observer.on_trial_add(trial)
         while self.running < self.workers:
             # Tune's `_maybe_add_actors`: the trial the scheduler chooses (a paused one it
             # resumes), else the first trial waiting to start, in the order they were made.
@@ -221,6 +234,7 @@ class TrialLoop:
             chosen.status = RUNNING
             self.running += 1
             self.backend.train(chosen, len(chosen.reports) + 1)
+            self.observer.on_trial_start(chosen)
 
     def _may_make_a_trial(self) -> bool:
         if self.max_pending is None:
@@ -259,6 +273,7 @@ class TrialLoop:
             # The training function returned: Tune replays the last result marked `done`.
             result["done"] = True
             decision = STOP
+        self.observer.on_trial_result(trial, result)
         if decision == STOP:
             if iteration >= self.max_iterations and trial.outcome != "diverged":
                 trial.outcome = "finished"
@@ -289,6 +304,7 @@ class TrialLoop:
         trial.failures += 1
         trial.error = error
         if self.max_failures < 0 or trial.failures <= self.max_failures:
+            self.observer.on_trial_retry(trial)
             self.backend.train(trial, len(trial.reports) + 1)
             return
         trial.outcome = "error"
@@ -296,6 +312,7 @@ class TrialLoop:
         self._end(trial)
         self.scheduler.on_trial_error(self, trial)
         self.source.on_trial_complete(trial.trial_id, error=True)
+        self.observer.on_trial_end(trial)
 
     def _complete(self, trial: LoopTrial) -> None:
         """Tune's ``stop_trial`` of a running trial: the scheduler and the searcher learn it."""
@@ -309,6 +326,7 @@ class TrialLoop:
             # No result yet: as Tune treats a trial that never ran.
             self.scheduler.on_trial_remove(self, trial)
             self.source.on_trial_complete(trial.trial_id)
+        self.observer.on_trial_end(trial)
 
     def _end(self, trial: LoopTrial) -> None:
         trial.status = TERMINATED

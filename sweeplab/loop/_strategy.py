@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import itertools
 import tempfile
+import uuid
 from typing import Any
 
 from sweeplab.errors import SpecError
@@ -146,7 +147,9 @@ class SearcherSource:
         self.num_samples = num_samples
         self.made = 0
         self.finished = False
-        self._ids = (f"sim_{index:05d}" for index in itertools.count())
+        # Ids as Tune's variant generator makes them: a prefix of the sweep's own, a count.
+        prefix = uuid.uuid4().hex[:5]
+        self._ids = (f"{prefix}_{index:05d}" for index in itertools.count())
         self._pending_id: str | None = None
 
     def next_trial(self) -> tuple[str, dict[str, Any]] | None:

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     )
     from sweeplab.tracking._sqlite import sqlite_store_path, write_ahead_log
     from sweeplab.tracking._tracker import WRITER_ENV, SweepTracker, TrackingError, writer_for
-    from sweeplab.tracking._untracked import rank_tune_results
+    from sweeplab.tracking._untracked import UntrackedRanking, rank_tune_results
     from sweeplab.tracking._uri_check import check_sweep_store, check_tracking_uri
 
 __all__ = [
@@ -55,6 +55,7 @@ __all__ = [
     "TrackingError",
     "TrialRecord",
     "UnknownSweepError",
+    "UntrackedRanking",
     "benchmark_logging",
     "best_config_document",
     "best_trial",
@@ -91,6 +92,7 @@ _LAZY = {
     "check_tracking_uri": "sweeplab.tracking._uri_check",
     "writer_for": "sweeplab.tracking._tracker",
     "rank_tune_results": "sweeplab.tracking._untracked",
+    "UntrackedRanking": "sweeplab.tracking._untracked",
     "benchmark_logging": "sweeplab.tracking._bench",
     "RankedConfig": "sweeplab.tracking._read",
     "SweepData": "sweeplab.tracking._read",

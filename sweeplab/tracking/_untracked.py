@@ -1,8 +1,9 @@
-"""Ranking an untracked sweep from Tune's own record of its trials (no MLflow)."""
+"""Ranking an untracked sweep (no MLflow): from Tune's own record of its trials, or from the
+trial events of sweeplab's trial loop as they happen."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from sweeplab.pareto import Constraint, Objective
 from sweeplab.tracking._ranking import SweepSummary
 from sweeplab.tracking._trials import TrialEvents
 
-__all__ = ["rank_tune_results"]
+__all__ = ["UntrackedRanking", "rank_tune_results"]
 
 
 @dataclass
@@ -83,3 +84,77 @@ def rank_tune_results(
         constraints=events.constraints,
         pick_rule=pick,
     )
+
+
+class UntrackedRanking:
+    """The tracker's record and ranking of a sweep's trials, kept in memory (no MLflow).
+
+    It takes the trial events of `SweepTracker` under the same names (``trial_added``,
+    ``trial_started``, ``trial_reported``, ...), so whatever tells a tracker can tell it, and
+    ranks the trials as a tracked sweep does (`summary`).
+
+    Args:
+        Those of `rank_tune_results` but the results.
+    """
+
+    def __init__(
+        self,
+        *,
+        metric: str,
+        mode: str,
+        rank_by: str = "best",
+        config_decoder: Callable[[dict], dict] = lambda config: config,
+        scheduler_name: str = "",
+        max_iterations: int | None = None,
+        objectives: tuple[Objective, ...] = (),
+        constraints: tuple[Constraint, ...] = (),
+        pick: str | None = None,
+    ) -> None:
+        self._events = TrialEvents(
+            metric=metric,
+            mode=mode,
+            rank_by=rank_by,
+            config_decoder=config_decoder,
+            scheduler_name=scheduler_name,
+            max_iterations=max_iterations,
+            backfill=False,
+            objectives=objectives,
+            constraints=constraints,
+        )
+        self._pick = pick
+
+    def trial_added(self, trial: Any) -> None:
+        self._events.register(trial)
+
+    def trial_started(self, trial: Any) -> None:
+        self._events.on_start(trial)
+
+    def trial_retried(self, trial: Any) -> None:
+        self._events.on_recover(trial)
+
+    def trial_reported(self, trial: Any, result: Mapping[str, Any]) -> None:
+        self._events.on_result(trial, result)
+
+    def trial_ended(self, trial: Any) -> None:
+        self._events.on_complete(trial)
+
+    def trial_failed(self, trial: Any, error: str | None) -> None:
+        self._events.on_error(trial, error)
+
+    def note_exploit(
+        self, trial_id: str, donor_id: str, iteration: int, new_config: dict[str, Any]
+    ) -> None:
+        self._events.note_exploit(trial_id, donor_id, iteration, new_config)
+
+    def summary(self) -> SweepSummary:
+        """The trials, ranked as a tracked sweep ranks them."""
+        events = self._events
+        return SweepSummary(
+            trials=events.rank(),
+            metric=events.metric,
+            mode=events.mode,
+            rank_by=events.rank_by,
+            objectives=events.objectives,
+            constraints=events.constraints,
+            pick_rule=self._pick,
+        )

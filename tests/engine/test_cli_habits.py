@@ -88,7 +88,14 @@ def test_preview_and_sweep_share_every_flag_that_changes_the_plan() -> None:
         return {s for a in parser._actions for s in a.option_strings}
 
     # where and how, not what, it runs
-    run_only = {"--storage", "--resume", "--no-live", "--stall-timeout", "--fail-on-stall"}
+    run_only = {
+        "--storage",
+        "--resume",
+        "--no-live",
+        "--stall-timeout",
+        "--fail-on-stall",
+        "--engine",
+    }
     assert options("sweep") - run_only <= options("preview")
     assert {"--num-trials", "--address", "--name", "--warm-start", "--pick"} <= options("preview")
 

@@ -172,3 +172,40 @@ def test_warm_start_plan_is_printed_before_anything_starts(tmp_path: Path) -> No
         "  2. rank 2 (trial t0): x=0.5 | x: 0.9 clipped to 0.5 (outside uniform [0.0, 0.5]); "
         "y: 1 dropped (not in the space)",
     ]
+
+
+@pytest.mark.parametrize(
+    ("extra", "flags", "expected"),
+    [
+        ("", ["--resume"], "--resume: a sweep run with --engine loop cannot be resumed yet"),
+        (
+            ', warm_start=[{"x": 0.5}]',
+            [],
+            "Sweep field `warm_start` is not supported with --engine loop yet",
+        ),
+        (", workers_per_trial=(1, 2)", [], "an elastic group (1, 2) runs on no warm slot"),
+    ],
+)
+def test_what_the_loop_engine_does_not_run_yet_is_refused(
+    tmp_path: Path, extra: str, flags: list[str], expected: str
+) -> None:
+    from refused import refused_line
+
+    (tmp_path / "spec").mkdir()
+    spec = write_spec(tmp_path / "spec", GOOD + extra)
+    work = tmp_path / "work"
+    work.mkdir()
+    line = refused_line(["sweep", str(spec), "--engine", "loop", "--no-live", *flags], work)
+    assert expected in line
+
+
+def test_an_unknown_engine_is_refused(tmp_path: Path) -> None:
+    from sweeplab import SpecError
+    from sweeplab.engine import SweepOptions
+
+    with pytest.raises(SpecError, match=r"SweepOptions.engine must be one of 'tune', 'loop'"):
+        SweepOptions(engine="ray")
+    spec = write_spec(tmp_path, GOOD)
+    result = cli("sweep", str(spec), "--engine", "ray", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "--engine" in result.stderr

@@ -1,0 +1,201 @@
+"""`sweeplab sweep --engine loop`: a sweep run by sweeplab's own trial loop, no Tune controller.
+
+The trials train on warm slots (`slot_loop`: a one-worker trial in its slot's host, a larger
+one in a Train group), and each trial event reaches the same sinks as under Tune: the loop's
+observer (`LoopSweepEvents`) tells the engine's `SweepEvents`, which tells the MLflow tracker
+(or, untracked, an in-memory ranking), the live table and the sweep's callbacks. What the loop
+does not do yet is refused before anything starts: resuming a sweep, a warm start, an elastic
+group.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sweeplab.engine._outcome import SweepOutcome, finish_sweep
+from sweeplab.engine._sinks import live, wire_sinks
+from sweeplab.engine._slot_backend import slot_loop
+from sweeplab.engine._trial_mode import TrialMode
+from sweeplab.engine._tuner import write_json
+from sweeplab.errors import SpecError
+from sweeplab.loop import LoopObserver, LoopTrial
+
+if TYPE_CHECKING:
+    from sweeplab.engine._events import SweepEvents
+    from sweeplab.engine._plan import ResourcePlan
+    from sweeplab.engine._resolved import ResolvedSweep
+    from sweeplab.engine._runner import SweepOptions
+    from sweeplab.spec import Sweep
+
+__all__ = ["ENGINES", "LoopSweepEvents", "check_loop_engine", "run_on_loop"]
+
+# `SweepOptions.engine`: Ray Tune's controller (the default) or sweeplab's own trial loop.
+ENGINES = ("tune", "loop")
+
+
+def check_loop_engine(sweep: Sweep, *, resume: bool) -> None:
+    """Refuses what the loop engine does not run yet, before anything starts.
+
+    Raises:
+        SpecError: For ``--resume``, a warm start or an elastic group.
+    """
+    if resume:
+        raise SpecError(
+            "--resume: a sweep run with --engine loop cannot be resumed yet; run it again, "
+            "or run it with --engine tune to be able to resume it."
+        )
+    if sweep.warm_start is not None:
+        raise SpecError(
+            "Sweep field `warm_start` is not supported with --engine loop yet; leave it out "
+            "or run with --engine tune."
+        )
+    if not isinstance(sweep.workers_per_trial, int):
+        raise SpecError(
+            "Sweep field `workers_per_trial` must be a number of workers with --engine loop: "
+            f"an elastic group {sweep.workers_per_trial!r} runs on no warm slot."
+        )
+
+
+class _TuneShaped:
+    """A loop trial as the engine's `SweepEvents` and the tracker read a Tune trial."""
+
+    __slots__ = ("_trial", "error_file", "local_path", "path")
+
+    def __init__(self, trial: LoopTrial, folder: Path) -> None:
+        self._trial = trial
+        self.local_path = str(folder)
+        self.path = str(folder)
+        self.error_file: str | None = None
+
+    @property
+    def trial_id(self) -> str:
+        return self._trial.trial_id
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self._trial.config
+
+    @property
+    def status(self) -> str:
+        return self._trial.status
+
+    @property
+    def last_result(self) -> dict[str, Any]:
+        return self._trial.last_result
+
+
+class LoopSweepEvents(LoopObserver):
+    """Tells the engine's `SweepEvents` of each event of the trial loop, as Tune's callbacks do.
+
+    Args:
+        events: The sweep's events (tracker, live table, callbacks).
+        folder: Where each trial's error text is written (``<trial_id>/error.txt``).
+    """
+
+    def __init__(self, events: SweepEvents, folder: Path) -> None:
+        self.events = events
+        self.folder = folder
+        self._shaped: dict[LoopTrial, _TuneShaped] = {}
+
+    def _of(self, trial: LoopTrial) -> _TuneShaped:
+        shaped = self._shaped.get(trial)
+        if shaped is None:
+            shaped = self._shaped[trial] = _TuneShaped(trial, self.folder / trial.trial_id)
+        return shaped
+
+    def on_trial_add(self, trial: LoopTrial) -> None:
+        self.events.add_trial(self._of(trial))
+
+    def on_trial_start(self, trial: LoopTrial) -> None:
+        self.events.on_trial_start(0, [], self._of(trial))
+
+    def on_trial_result(self, trial: LoopTrial, result: dict[str, Any]) -> None:
+        self.events.on_trial_result(0, [], self._of(trial), result)
+
+    def on_trial_retry(self, trial: LoopTrial) -> None:
+        self.events.on_trial_recover(0, [], self._of(trial))
+
+    def on_trial_end(self, trial: LoopTrial) -> None:
+        shaped = self._shaped.pop(trial, None) or self._of(trial)
+        if trial.outcome == "error":
+            path = Path(shaped.local_path, "error.txt")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(trial.error or "")
+            shaped.error_file = str(path)
+            self.events.on_trial_error(0, [], shaped)
+        else:
+            self.events.on_trial_complete(0, [], shaped)
+
+    def on_trial_exploit(self, trial: LoopTrial, donor: LoopTrial, iteration: int) -> None:
+        self.events.on_trial_exploit(trial.trial_id, donor.trial_id, iteration, trial.config)
+
+
+def run_on_loop(
+    resolved: ResolvedSweep, options: SweepOptions, plan: ResourcePlan, started: float
+) -> SweepOutcome:
+    """Runs the resolved sweep on the connected Ray through the trial loop; see the module."""
+    from sweeplab.engine._events import SweepEvents
+    from sweeplab.tracking import UntrackedRanking
+
+    sinks = wire_sinks(resolved, track=options.track, callbacks=options.callbacks)
+    tracker = sinks.tracker
+    ranking = None
+    if tracker is None:
+        ranking = UntrackedRanking(
+            metric=resolved.metric,
+            mode=resolved.mode,
+            rank_by=resolved.rank_by,
+            config_decoder=resolved.config_decoder(),
+            scheduler_name=resolved.scheduler,
+            max_iterations=resolved.max_iterations,
+            objectives=resolved.sweep.objectives,
+            constraints=resolved.sweep.constraints,
+            pick=resolved.sweep.pick,
+        )
+    events = SweepEvents(
+        sinks.callbacks,
+        tracker=tracker if tracker is not None else ranking,
+        max_iterations=resolved.max_iterations,
+        decode=resolved.config_decoder(),
+        metric=resolved.metric,
+    )
+    status, tracking = "FAILED", False
+    trials: list[LoopTrial] = []
+    try:
+        write_json(resolved.run_dir / "sweep.json", resolved.sweep_json())
+        with slot_loop(
+            resolved.sweep,
+            storage=resolved.run_dir,
+            slots=plan.concurrency,
+            in_process=resolved.trial_mode is TrialMode.IN_PROCESS,
+        ) as loop:
+            loop.observer = LoopSweepEvents(events, resolved.run_dir / "trials")
+            if resolved.time_budget_s is not None:
+                loop.deadline = started + resolved.time_budget_s
+            if tracker is not None:
+                tracker.start(started_at=time.time() - (time.monotonic() - started))
+                tracking = True
+            with live(sinks.table, options.live):
+                loop.run()
+            trials = loop.trials
+        errored = sum(1 for t in trials if t.outcome == "error")
+        status = "FAILED" if trials and errored == len(trials) else "FINISHED"
+    except KeyboardInterrupt:
+        status = "KILLED"
+        raise
+    finally:
+        summary = tracker.finish(status=status) if tracker is not None and tracking else None
+    if summary is None:
+        assert ranking is not None
+        summary = ranking.summary()
+    return finish_sweep(
+        resolved,
+        summary,
+        plan=plan,
+        wall_s=time.monotonic() - started,
+        errored=errored,
+        trials=len(trials),
+        sinks=sinks,
+    )

@@ -1,0 +1,226 @@
+"""`sweeplab sweep --engine loop`: the sweep run by sweeplab's own trial loop, end to end.
+
+A real local Ray and a real MLflow SQLite store. The loop engine must record what the Tune
+engine records (a parent run, a child run per trial with its points and status), make the same
+sweep as Tune on one slot, and keep the faults the engine survives: a training function that
+fails once (retried from its checkpoint), one that always fails, one that returns early, one
+whose process is SIGKILLed (a fresh slot, retried), and one that diverges.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import mlflow
+import pytest
+from mlflow_store import store_uri
+
+from sweeplab.engine import SweepOptions, run_sweep
+from sweeplab.spec import load_spec
+
+pytestmark = pytest.mark.slow
+
+ENV = {**os.environ, "COLUMNS": "160"}
+
+
+def child_runs(uri: str, name: str) -> list[Any]:
+    client = mlflow.MlflowClient(uri)
+    experiment = client.get_experiment_by_name(name)
+    assert experiment is not None
+    runs = client.search_runs([experiment.experiment_id], max_results=1000)
+    parents = [r for r in runs if r.data.tags.get("sweeplab.role") != "trial"]
+    assert len(parents) == 1, [r.data.tags for r in parents]
+    assert parents[0].info.status == "FINISHED"
+    return [r for r in runs if r.data.tags.get("sweeplab.role") == "trial"]
+
+
+def trials_of(uri: str, name: str) -> list[tuple[str, int, str]]:
+    """(config, points of the metric, status) of each child run, sorted."""
+    client = mlflow.MlflowClient(uri)
+    rows = []
+    for run in child_runs(uri, name):
+        points = client.get_metric_history(run.info.run_id, "loss")
+        steps = [p.step for p in points]
+        assert steps == sorted(set(steps)), f"a step logged twice: {steps}"
+        config = json.dumps(
+            {k: float(v) for k, v in sorted(run.data.params.items())}, sort_keys=True
+        )
+        rows.append((config, len(points), run.data.tags["sweeplab.status"]))
+    return sorted(rows)
+
+
+SAME = """
+import ray.train
+
+import sweeplab
+from sweeplab import loguniform, uniform
+
+
+def train_func(config):
+    for iteration in range(1, 10):
+        loss = (config["x"] - 0.3) ** 2 + config["lr"] / iteration
+        ray.train.report({"loss": loss})
+
+
+sweep = sweeplab.Sweep(
+    name="same",
+    train_func=train_func,
+    space={"x": uniform(0, 1), "lr": loguniform(0.01, 1.0)},
+    metric="loss",
+    mode="min",
+    searcher="optuna",
+    scheduler="asha",
+    num_trials=9,
+    max_iterations=9,
+    seed=5,
+    max_concurrent_trials=1,
+)
+"""
+
+
+def test_the_loop_engine_makes_the_sweep_tune_makes(in_tmp: Path) -> None:
+    spec = in_tmp / "same.py"
+    spec.write_text(SAME)
+    made = {}
+    for engine in ("tune", "loop"):
+        folder = in_tmp / engine
+        folder.mkdir()
+        uri = store_uri(folder)
+        done = subprocess.run(
+            [sys.executable, "-m", "sweeplab.cli", "sweep", str(spec), "--engine", engine,
+             "--no-live", "--tracking-uri", uri, "--storage", str(folder / "runs")],
+            cwd=folder, env=ENV, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        assert "same: 9 trials in" in done.stdout
+        assert (folder / "runs" / "same").glob("run-*/best_config.json")
+        made[engine] = trials_of(uri, "same")
+    statuses = {status for _, _, status in made["loop"]}
+    assert statuses == {"finished", "stopped_early"}, "the case stops no trial early"
+    # One slot: no timing decides an order, so both engines make the same configs and stop
+    # each trial at the same iteration.
+    assert made["loop"] == made["tune"]
+
+
+FAULTS = """
+import math
+import os
+import tempfile
+from pathlib import Path
+
+from ray import train
+
+import sweeplab
+from sweeplab import grid
+
+FOLDER = Path({folder!r})
+
+
+def train_func(config):
+    case = config["case"]
+    start = 1
+    checkpoint = train.get_checkpoint()
+    if checkpoint is not None:
+        with checkpoint.as_directory() as folder:
+            start = int((Path(folder) / "iteration").read_text()) + 1
+    for iteration in range(start, 7):
+        mark = FOLDER / f"{{case}}-failed"
+        if case == "returns after 4" and iteration == 5:
+            return
+        if iteration == 3 and case in ("fails once", "killed once") and not mark.exists():
+            mark.write_text("failed")
+            if case == "killed once":
+                os.kill(os.getpid(), 9)
+            raise RuntimeError(f"{{case}}: a failure at iteration 3")
+        if iteration == 3 and case == "fails always":
+            raise RuntimeError("fails always: a failure at iteration 3")
+        loss = math.nan if case == "diverges" and iteration == 2 else 1 / iteration
+        with tempfile.TemporaryDirectory() as folder:
+            (Path(folder) / "iteration").write_text(str(iteration))
+            train.report(
+                {{"loss": loss, "iteration": iteration}},
+                checkpoint=train.Checkpoint.from_directory(folder),
+            )
+
+
+CASES = ["fails once", "killed once", "fails always", "returns after 4", "diverges", "plain"]
+
+sweep = sweeplab.Sweep(
+    name="faults",
+    train_func=train_func,
+    space={{"case": grid(CASES)}},
+    metric="loss",
+    mode="min",
+    searcher="grid",
+    scheduler="fifo",
+    num_trials=1,
+    max_iterations=6,
+    max_failures=1,
+)
+"""
+
+EXPECTED = {
+    # case: (status, iterations, restarts)
+    "fails once": ("finished", 6, 1),
+    "killed once": ("finished", 6, 1),
+    "fails always": ("errored", 2, 1),
+    "returns after 4": ("finished", 4, 0),
+    "diverges": ("diverged", 2, 0),
+    "plain": ("finished", 6, 0),
+}
+
+
+def test_faults_on_the_loop_engine_lose_nothing(in_tmp: Path) -> None:
+    spec = in_tmp / "faults.py"
+    spec.write_text(FAULTS.format(folder=str(in_tmp)))
+    uri = store_uri(in_tmp)
+    options = SweepOptions(
+        spec_path=spec, storage=in_tmp / "runs", tracking_uri=uri, live=False, engine="loop"
+    )
+    outcome = run_sweep(load_spec(spec), options)
+
+    assert outcome.trials == 6
+    assert outcome.errored == 1
+    assert outcome.diverged == 1
+    got = {
+        record.config["case"]: (record.status, record.iterations, record.restarts)
+        for record in outcome.summary.trials
+    }
+    assert got == EXPECTED
+    client = mlflow.MlflowClient(uri)
+    for run in child_runs(uri, "faults"):
+        case = run.data.params["case"]
+        steps = [p.step for p in client.get_metric_history(run.info.run_id, "iteration")]
+        # Every iteration once, in order: a retry went on from the checkpoint.
+        assert steps == list(range(1, EXPECTED[case][1] + 1)), (case, steps)
+        assert run.data.tags["sweeplab.status"] == EXPECTED[case][0]
+    error_file = next(outcome.storage_dir.glob("trials/*/error.txt"))
+    assert "fails always: a failure at iteration 3" in error_file.read_text()
+
+
+def test_the_time_budget_ends_a_loop_sweep(in_tmp: Path) -> None:
+    spec = in_tmp / "budget.py"
+    spec.write_text(
+        "import time\nimport ray.train\nimport sweeplab\nfrom sweeplab import uniform\n\n"
+        "def train_func(config):\n"
+        "    for step in range(100):\n"
+        "        time.sleep(0.1)\n"
+        "        ray.train.report({'loss': config['x'] / (step + 1)})\n\n"
+        "sweep = sweeplab.Sweep(name='budget', train_func=train_func,\n"
+        "    space={'x': uniform(0, 1)}, metric='loss', mode='min', searcher='random',\n"
+        "    scheduler='fifo', num_trials=50, max_iterations=100, time_budget_s=4)\n"
+    )
+    options = SweepOptions(
+        spec_path=spec, storage=in_tmp / "runs", live=False, track=False, engine="loop"
+    )
+    outcome = run_sweep(load_spec(spec), options)
+    # 50 trials of 10 s each would take minutes; the budget ends the sweep after 4 s.
+    assert outcome.wall_s < 30
+    assert 0 < outcome.trials < 50
+    assert all(record.iterations < 100 for record in outcome.summary.trials)
+    assert outcome.best is not None
