@@ -38,6 +38,10 @@ def run_in_trial(
 ) -> None:
     """Runs `train_func(user_config)` in this Tune trial, as a one-worker Ray Train group would."""
     import ray.train
+
+    # A Train worker has imported `ray.train.torch`, so a `train_func` may call
+    # `ray.train.torch.prepare_model` having imported only `ray.train`.
+    import ray.train.torch
     import ray.tune
 
     # Train's APIs refuse to run where a Tune session is active (ray#49454); this process is

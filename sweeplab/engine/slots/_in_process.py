@@ -32,6 +32,10 @@ class InProcessHost(SlotHost):
     """A slot whose one worker is a thread of the host actor (see the module's docstring)."""
 
     def _serve(self, *, train_func: Any, name: str, **_: Any) -> None:
+        # A Train worker has imported `ray.train.torch`, so a `train_func` may call
+        # `ray.train.torch.prepare_model` having imported only `ray.train`.
+        import ray.train.torch  # noqa: F401
+
         from sweeplab.engine._datawait import MeasureDataWait
 
         measured = MeasureDataWait(train_func)
