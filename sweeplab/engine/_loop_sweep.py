@@ -5,7 +5,8 @@ one in a Train group), and each trial event reaches the same sinks as under Tune
 observer (`LoopSweepEvents`) tells the engine's `SweepEvents`, which tells the MLflow tracker
 (or, untracked, an in-memory ranking), the live table and the sweep's callbacks. What the loop
 does not do yet is refused before anything starts: resuming a sweep, a warm start, an elastic
-group.
+group. The stall watchdog watches the loop's events as it watches Tune's, and looks at its clock
+whenever the backend's wait for the runs returns (at least every 5 s).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from sweeplab.engine._outcome import SweepOutcome, finish_sweep
 from sweeplab.engine._sinks import live, wire_sinks
-from sweeplab.engine._slot_backend import slot_loop
+from sweeplab.engine._slot_backend import SlotBackend, slot_loop
 from sweeplab.engine._trial_mode import TrialMode
 from sweeplab.engine._tuner import write_json
 from sweeplab.errors import SpecError
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from sweeplab.engine._plan import ResourcePlan
     from sweeplab.engine._resolved import ResolvedSweep
     from sweeplab.engine._runner import SweepOptions
+    from sweeplab.engine._watchdog import StallWatchdog
     from sweeplab.spec import Sweep
 
 __all__ = ["ENGINES", "LoopSweepEvents", "check_loop_engine", "run_on_loop"]
@@ -94,10 +96,18 @@ class LoopSweepEvents(LoopObserver):
         folder: Where each trial's error text is written (``<trial_id>/error.txt``).
     """
 
-    def __init__(self, events: SweepEvents, folder: Path) -> None:
+    def __init__(
+        self, events: SweepEvents, folder: Path, watchdog: StallWatchdog | None = None
+    ) -> None:
         self.events = events
         self.folder = folder
+        self.watchdog = watchdog
         self._shaped: dict[LoopTrial, _TuneShaped] = {}
+
+    def tick(self) -> None:
+        """The stall watchdog looks at its clock: says (or, to fail, raises) a stall."""
+        if self.watchdog is not None:
+            self.watchdog.on_step_begin(0, list(self._shaped.values()))
 
     def _of(self, trial: LoopTrial) -> _TuneShaped:
         shaped = self._shaped.get(trial)
@@ -110,9 +120,13 @@ class LoopSweepEvents(LoopObserver):
 
     def on_trial_start(self, trial: LoopTrial) -> None:
         self.events.on_trial_start(0, [], self._of(trial))
+        if self.watchdog is not None:
+            self.watchdog.on_trial_start(0, [], self._of(trial))
 
     def on_trial_result(self, trial: LoopTrial, result: dict[str, Any]) -> None:
         self.events.on_trial_result(0, [], self._of(trial), result)
+        if self.watchdog is not None:
+            self.watchdog.on_trial_result(0, [], self._of(trial), result)
 
     def on_trial_retry(self, trial: LoopTrial) -> None:
         self.events.on_trial_recover(0, [], self._of(trial))
@@ -127,6 +141,8 @@ class LoopSweepEvents(LoopObserver):
             self.events.on_trial_error(0, [], shaped)
         else:
             self.events.on_trial_complete(0, [], shaped)
+        if self.watchdog is not None:
+            self.watchdog.on_trial_complete(0, [], shaped)
 
     def on_trial_exploit(self, trial: LoopTrial, donor: LoopTrial, iteration: int) -> None:
         self.events.on_trial_exploit(trial.trial_id, donor.trial_id, iteration, trial.config)
@@ -137,9 +153,17 @@ def run_on_loop(
 ) -> SweepOutcome:
     """Runs the resolved sweep on the connected Ray through the trial loop; see the module."""
     from sweeplab.engine._events import SweepEvents
+    from sweeplab.engine._watchdog import StallWatchdog
     from sweeplab.tracking import UntrackedRanking
 
-    sinks = wire_sinks(resolved, track=options.track, callbacks=options.callbacks)
+    sinks = wire_sinks(
+        resolved,
+        track=options.track,
+        callbacks=options.callbacks,
+        stall_timeout_s=options.stall_timeout_s,
+        fail_on_stall=options.fail_on_stall,
+    )
+    watchdog = next(c for c in sinks.tune_callbacks if isinstance(c, StallWatchdog))
     tracker = sinks.tracker
     ranking = None
     if tracker is None:
@@ -171,7 +195,11 @@ def run_on_loop(
             slots=plan.concurrency,
             in_process=resolved.trial_mode is TrialMode.IN_PROCESS,
         ) as loop:
-            loop.observer = LoopSweepEvents(events, resolved.run_dir / "trials")
+            observer = LoopSweepEvents(events, resolved.run_dir / "trials", watchdog)
+            loop.observer = observer
+            if isinstance(loop.backend, SlotBackend):
+                loop.backend.tick = observer.tick
+            watchdog.setup()
             if resolved.time_budget_s is not None:
                 loop.deadline = started + resolved.time_budget_s
             if tracker is not None:

@@ -60,8 +60,8 @@ class SweepOptions:
         fail_on_stall: Whether such a stall ends the sweep with `SweepStalled` (the CLI
             exits 1) instead of waiting on.
         engine: What runs the trials: ``"tune"``, Ray Tune's controller, or ``"loop"``,
-            sweeplab's own trial loop on warm slots (no resume, warm start or stall watchdog
-            yet; see ``docs/trials.md``).
+            sweeplab's own trial loop on warm slots (no resume or warm start yet; see
+            ``docs/trials.md``).
     """
 
     spec_path: Path | None = None

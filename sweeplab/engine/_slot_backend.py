@@ -123,6 +123,10 @@ def slot_loop(
         close_slots(hosts)
 
 
+def _nothing() -> None:
+    """The backend's tick when nothing watches it."""
+
+
 class _NoBackendYet:
     """Stands in while the loop is built, so that a refused strategy starts no slot."""
 
@@ -195,6 +199,8 @@ class SlotBackend:
         }
         self._clock = clock
         self._replace_host = replace_host
+        # Called whenever a wait for the runs returns (a stall watchdog's look at the clock).
+        self.tick: Callable[[], None] = _nothing
         self._start = clock()
         self._runs: dict[LoopTrial, _SlotRun] = {}  # trials whose run holds a slot
         self._calls: dict[Any, _SlotRun] = {}  # next_event call -> its run
@@ -220,6 +226,7 @@ class SlotBackend:
 
         while self._calls:
             ready, _ = ray.wait(list(self._calls), num_returns=1)
+            self.tick()  # at least every few seconds: a run's wait returns empty after 5 s
             run = self._calls.pop(ready[0])
             try:
                 event = ray.get(ready[0])

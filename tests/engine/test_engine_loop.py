@@ -224,3 +224,53 @@ def test_the_time_budget_ends_a_loop_sweep(in_tmp: Path) -> None:
     assert 0 < outcome.trials < 50
     assert all(record.iterations < 100 for record in outcome.summary.trials)
     assert outcome.best is not None
+
+
+STUCK = """
+import time
+
+import ray.train
+
+import sweeplab
+from sweeplab import uniform
+
+
+def train_func(config):
+    ray.train.report({"loss": config["x"]})
+    time.sleep(3600)  # never reports again, never ends
+
+
+sweep = sweeplab.Sweep(
+    train_func=train_func, name="stuck", space={"x": uniform(0, 1)}, metric="loss",
+    mode="min", num_trials=1, max_iterations=5,
+)
+"""
+
+
+@pytest.mark.timeout(300)
+def test_the_stall_watchdog_watches_a_loop_sweep(
+    in_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import re
+    import time
+
+    from sweeplab.cli import main
+
+    spec = in_tmp / "stuck.py"
+    spec.write_text(STUCK)
+    started = time.monotonic()
+    code = main(
+        ["sweep", str(spec), "--no-live", "--engine", "loop", "--storage", str(in_tmp / "runs"),
+         "--tracking-uri", f"sqlite:///{in_tmp / 'mlflow.db'}", "--stall-timeout", "6",
+         "--fail-on-stall"]
+    )  # fmt: skip
+    elapsed = time.monotonic() - started
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert elapsed < 60, f"the stalled sweep took {elapsed:.0f}s to fail"
+    lines = [line for line in err.splitlines() if line.startswith("sweeplab: sweep stalled:")]
+    assert len(lines) == 1, err
+    match = re.search(r"waiting for (\S+) RUNNING at iteration 1, last report \d+s ago;", lines[0])
+    assert match, lines[0]
+    (report,) = (in_tmp / "runs" / "stuck").glob("run-*/stall.txt")
+    assert match.group(1) in report.read_text()
