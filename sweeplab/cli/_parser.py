@@ -65,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("tune", "loop"),
         default="tune",
         help="what runs the trials: Ray Tune's controller (default), or sweeplab's own trial "
-        "loop (faster; no --resume or warm start yet)",
+        "loop (faster; no warm start yet)",
     )
 
     preview = sub.add_parser(

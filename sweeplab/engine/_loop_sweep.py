@@ -4,24 +4,29 @@ The trials train on warm slots (`slot_loop`: a one-worker trial in its slot's ho
 one in a Train group), and each trial event reaches the same sinks as under Tune: the loop's
 observer (`LoopSweepEvents`) tells the engine's `SweepEvents`, which tells the MLflow tracker
 (or, untracked, an in-memory ranking), the live table and the sweep's callbacks. What the loop
-does not do yet is refused before anything starts: resuming a sweep, a warm start, an elastic
-group. The stall watchdog watches the loop's events as it watches Tune's, and looks at its clock
-whenever the backend's wait for the runs returns (at least every 5 s).
+does not do yet is refused before anything starts: a warm start, an elastic group. A killed
+sweep resumes (``--resume``) from the loop's own snapshot (`_loop_state`), its trials' child runs
+found again and their results read back from each trial's ``result.json``. The stall watchdog
+watches the loop's events as it watches Tune's, and looks at its clock whenever the backend's
+wait for the runs returns (at least every 5 s).
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sweeplab.engine._loop_state import LoopSnapshots, lost_trials, restore_loop
 from sweeplab.engine._outcome import SweepOutcome, finish_sweep
 from sweeplab.engine._sinks import live, wire_sinks
 from sweeplab.engine._slot_backend import SlotBackend, slot_loop
 from sweeplab.engine._trial_mode import TrialMode
 from sweeplab.engine._tuner import write_json
 from sweeplab.errors import SpecError
-from sweeplab.loop import LoopObserver, LoopTrial
+from sweeplab.loop import TERMINATED, LoopObserver, LoopTrial, TrialLoop
 
 if TYPE_CHECKING:
     from sweeplab.engine._events import SweepEvents
@@ -33,6 +38,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ENGINES", "LoopSweepEvents", "check_loop_engine", "run_on_loop"]
 
+logger = logging.getLogger(__name__)
+
 # `SweepOptions.engine`: Ray Tune's controller (the default) or sweeplab's own trial loop.
 ENGINES = ("tune", "loop")
 
@@ -41,13 +48,9 @@ def check_loop_engine(sweep: Sweep, *, resume: bool) -> None:
     """Refuses what the loop engine does not run yet, before anything starts.
 
     Raises:
-        SpecError: For ``--resume``, a warm start or an elastic group.
+        SpecError: For a warm start or an elastic group.
     """
-    if resume:
-        raise SpecError(
-            "--resume: a sweep run with --engine loop cannot be resumed yet; run it again, "
-            "or run it with --engine tune to be able to resume it."
-        )
+    del resume  # a loop sweep resumes from its own snapshot (`_loop_state`)
     if sweep.warm_start is not None:
         raise SpecError(
             "Sweep field `warm_start` is not supported with --engine loop yet; leave it out "
@@ -97,12 +100,33 @@ class LoopSweepEvents(LoopObserver):
     """
 
     def __init__(
-        self, events: SweepEvents, folder: Path, watchdog: StallWatchdog | None = None
+        self,
+        events: SweepEvents,
+        folder: Path,
+        watchdog: StallWatchdog | None = None,
+        snapshots: LoopSnapshots | None = None,
     ) -> None:
         self.events = events
         self.folder = folder
         self.watchdog = watchdog
+        self.snapshots = snapshots
+        self.loop: TrialLoop | None = None  # the loop whose snapshots are taken
+        self._changed = False  # a trial was made or ended since the last snapshot
         self._shaped: dict[LoopTrial, _TuneShaped] = {}
+
+    def on_step_end(self) -> None:
+        # A snapshot once the step that made or ended trials is applied whole.
+        self._snapshot(now=self._changed)
+        self._changed = False
+
+    def _snapshot(self, *, now: bool = False) -> None:
+        if self.snapshots is None or self.loop is None:
+            return
+        try:
+            self.snapshots.maybe_save(self.loop, now=now)
+        except Exception as exc:  # a state that does not pickle must not end the sweep
+            logger.warning("the loop's snapshot failed, --resume will not work: %r", exc)
+            self.snapshots = None
 
     def tick(self) -> None:
         """The stall watchdog looks at its clock: says (or, to fail, raises) a stall."""
@@ -117,6 +141,9 @@ class LoopSweepEvents(LoopObserver):
 
     def on_trial_add(self, trial: LoopTrial) -> None:
         self.events.add_trial(self._of(trial))
+        if self.snapshots is not None:
+            self.snapshots.made(trial)
+        self._changed = True  # a resume must not make it again
 
     def on_trial_start(self, trial: LoopTrial) -> None:
         self.events.on_trial_start(0, [], self._of(trial))
@@ -124,9 +151,16 @@ class LoopSweepEvents(LoopObserver):
             self.watchdog.on_trial_start(0, [], self._of(trial))
 
     def on_trial_result(self, trial: LoopTrial, result: dict[str, Any]) -> None:
-        self.events.on_trial_result(0, [], self._of(trial), result)
+        shaped = self._of(trial)
+        # The trial's results, one JSON line each (Tune's `result.json`): a resumed sweep's
+        # tracker reads them back for the points a killed driver had not stored yet.
+        folder = Path(shaped.local_path)
+        folder.mkdir(parents=True, exist_ok=True)
+        with (folder / "result.json").open("a") as file:
+            file.write(json.dumps(result, default=str) + "\n")
+        self.events.on_trial_result(0, [], shaped, result)
         if self.watchdog is not None:
-            self.watchdog.on_trial_result(0, [], self._of(trial), result)
+            self.watchdog.on_trial_result(0, [], shaped, result)
 
     def on_trial_retry(self, trial: LoopTrial) -> None:
         self.events.on_trial_recover(0, [], self._of(trial))
@@ -143,6 +177,26 @@ class LoopSweepEvents(LoopObserver):
             self.events.on_trial_complete(0, [], shaped)
         if self.watchdog is not None:
             self.watchdog.on_trial_complete(0, [], shaped)
+        if self.snapshots is not None:
+            self.snapshots.ended(trial)  # a resume must not run it again
+        self._changed = True
+
+    def restored(self, loop: TrialLoop, loop_dir: Path) -> None:
+        """A resumed sweep's trials, told to the sinks: each is registered (its child run
+        found, its results read back), and each that had ended is ended again."""
+        for trial in [*loop.trials, *lost_trials(loop_dir, loop)]:
+            self.events.add_trial(self._of(trial))
+            if trial.status == TERMINATED:
+                shaped = self._shaped.pop(trial)
+                if trial.outcome == "error":
+                    path = Path(shaped.local_path, "error.txt")
+                    if trial.error is not None:  # a lost trial: why it ends
+                        path.parent.mkdir(parents=True, exist_ok=True)
+                        path.write_text(trial.error)
+                    shaped.error_file = str(path)
+                    self.events.on_trial_error(0, [], shaped)
+                else:
+                    self.events.on_trial_complete(0, [], shaped)
 
     def on_trial_exploit(self, trial: LoopTrial, donor: LoopTrial, iteration: int) -> None:
         self.events.on_trial_exploit(trial.trial_id, donor.trial_id, iteration, trial.config)
@@ -195,19 +249,27 @@ def run_on_loop(
             slots=plan.concurrency,
             in_process=resolved.trial_mode is TrialMode.IN_PROCESS,
         ) as loop:
-            observer = LoopSweepEvents(events, resolved.run_dir / "trials", watchdog)
+            snapshots = LoopSnapshots(resolved.run_dir)
+            observer = LoopSweepEvents(events, resolved.run_dir / "trials", watchdog, snapshots)
+            observer.loop = loop
             loop.observer = observer
-            if isinstance(loop.backend, SlotBackend):
-                loop.backend.tick = observer.tick
+            backend = loop.backend
+            assert isinstance(backend, SlotBackend)
+            backend.tick = observer.tick
+            if resolved.resume:
+                backend.checkpoints = restore_loop(loop, resolved.run_dir, observer.folder)
             watchdog.setup()
             if resolved.time_budget_s is not None:
                 loop.deadline = started + resolved.time_budget_s
             if tracker is not None:
                 tracker.start(started_at=time.time() - (time.monotonic() - started))
                 tracking = True
+            if resolved.resume:
+                observer.restored(loop, resolved.run_dir)
             with live(sinks.table, options.live):
                 loop.run()
             trials = loop.trials
+            snapshots.save(loop)  # the sweep's end: a resume has nothing left to run
         errored = sum(1 for t in trials if t.outcome == "error")
         status = "FAILED" if trials and errored == len(trials) else "FINISHED"
     except KeyboardInterrupt:

@@ -17,6 +17,7 @@ from typing import Any
 from sweeplab.engine._address import check_address
 from sweeplab.engine._callbacks import SweepCallback
 from sweeplab.engine._driver import TrialSettings
+from sweeplab.engine._loop_state import STATE_FILE
 from sweeplab.engine._loop_sweep import ENGINES, check_loop_engine, run_on_loop
 from sweeplab.engine._outcome import SweepOutcome, finish_sweep, rank_untracked
 from sweeplab.engine._plan import ResourcePlan, local_nodes, plan_resources
@@ -60,7 +61,7 @@ class SweepOptions:
         fail_on_stall: Whether such a stall ends the sweep with `SweepStalled` (the CLI
             exits 1) instead of waiting on.
         engine: What runs the trials: ``"tune"``, Ray Tune's controller, or ``"loop"``,
-            sweeplab's own trial loop on warm slots (no resume or warm start yet; see
+            sweeplab's own trial loop on warm slots (no warm start yet; see
             ``docs/trials.md``).
     """
 
@@ -106,9 +107,11 @@ def apply_options(sweep: Sweep, options: SweepOptions) -> Sweep:
     return sweep.replace(**changes) if changes else sweep
 
 
-def _execution_dir(sweep_dir: Path, resume: bool) -> Path:
+def _execution_dir(sweep_dir: Path, resume: bool, engine: str = "tune") -> Path:
     if resume:
-        candidates = sorted(p for p in sweep_dir.glob("run-*") if (p / "tune").is_dir())
+        # What each engine resumes from: Tune's experiment folder, or the loop's snapshot.
+        mark = "tune" if engine == "tune" else STATE_FILE
+        candidates = sorted(p for p in sweep_dir.glob("run-*") if (p / mark).exists())
         if not candidates:
             raise SpecError(
                 f"--resume: {sweep_dir} holds no interrupted sweep to resume "
@@ -164,7 +167,7 @@ def run_sweep(
     sweep_dir = options.storage.expanduser().resolve() / sweep.name
     remote = options.address is not None
     plan = None if remote else plan_resources(sweep, local_nodes())
-    run_dir = _execution_dir(sweep_dir, options.resume)
+    run_dir = _execution_dir(sweep_dir, options.resume, options.engine)
     _prepare_storage(run_dir)
     started = time.monotonic()
 

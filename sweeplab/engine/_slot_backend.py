@@ -205,7 +205,8 @@ class SlotBackend:
         self._runs: dict[LoopTrial, _SlotRun] = {}  # trials whose run holds a slot
         self._calls: dict[Any, _SlotRun] = {}  # next_event call -> its run
         self._waiting: collections.deque[LoopTrial] = collections.deque()
-        self._checkpoints: dict[LoopTrial, str] = {}  # latest checkpoint of each trial
+        # The latest checkpoint of each trial (a resumed sweep's engine restores it).
+        self.checkpoints: dict[LoopTrial, str] = {}
         self._exploits = 0  # PBT's checkpoint copies made
         self._copies: dict[LoopTrial, str] = {}  # each trial's latest copy
 
@@ -243,7 +244,7 @@ class SlotBackend:
                     continue
                 metrics, checkpoint = payload
                 if checkpoint is not None:
-                    self._checkpoints[run.trial] = checkpoint
+                    self.checkpoints[run.trial] = checkpoint
                     metrics[CHECKPOINT_PATH_KEY] = checkpoint
                 now = self._clock()
                 seconds, run.asked_at = now - run.asked_at, now
@@ -275,8 +276,8 @@ class SlotBackend:
         """`trial`'s next run starts from a copy of `donor`'s latest checkpoint: the donor
         trains on (and its runs delete checkpoints they no longer keep) before the recipient
         gets a slot. Without a donor checkpoint, the trial starts its next run afresh."""
-        source = self._checkpoints.get(donor)
-        self._checkpoints.pop(trial, None)
+        source = self.checkpoints.get(donor)
+        self.checkpoints.pop(trial, None)
         if source is None:
             return
         self._exploits += 1
@@ -285,7 +286,7 @@ class SlotBackend:
         earlier = self._copies.pop(trial, None)
         if earlier is not None:  # an earlier exploit's copy, restored from since
             shutil.rmtree(earlier, ignore_errors=True)
-        self._checkpoints[trial] = self._copies[trial] = str(copy)
+        self.checkpoints[trial] = self._copies[trial] = str(copy)
 
     # -- the slots ------------------------------------------------------------------------
 
@@ -315,7 +316,7 @@ class SlotBackend:
                     {
                         "config": trial.decoded,
                         "folder": str(folder),
-                        "checkpoint": self._checkpoints.get(trial),
+                        "checkpoint": self.checkpoints.get(trial),
                         **self._fields,
                     },
                 )

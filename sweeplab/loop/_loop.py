@@ -153,6 +153,10 @@ class TrialLoop:
         self.source.on_trial_complete(trial.trial_id)
         self.observer.on_trial_end(trial)
 
+    def flatten(self, result: dict[str, Any]) -> dict[str, Any]:
+        """`result` flattened as Tune flattens what it hands schedulers and searchers."""
+        return dict(self._flatten(result))
+
     def exploit(self, trial: LoopTrial, donor: LoopTrial, config: dict[str, Any]) -> None:
         """PBT's exploit: `trial` (paused, or pausing at the result being decided) takes
         `config` and goes on from a copy of `donor`'s latest checkpoint when it resumes."""
@@ -171,6 +175,7 @@ class TrialLoop:
                 (no trial running, none made, or paused trials none resumes).
         """
         self._make_and_start_trials()
+        self.observer.on_step_end()
         while (report := self.backend.next_report()) is not None:
             if report.trial.status != RUNNING:
                 continue  # ended by the scheduler while it trained
@@ -184,6 +189,7 @@ class TrialLoop:
             if self._budget_spent():
                 self._stop_all()
             self._make_and_start_trials()
+            self.observer.on_step_end()
         paused = [t.trial_id for t in self.live if t.status == PAUSED]
         if paused and not self.stopped_all:
             raise SweeplabError(

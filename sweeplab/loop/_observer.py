@@ -35,3 +35,7 @@ class LoopObserver:
 
     def on_trial_exploit(self, trial: LoopTrial, donor: LoopTrial, iteration: int) -> None:
         """PBT gave `trial` the explored config and a copy of the checkpoint of `donor`."""
+
+    def on_step_end(self) -> None:
+        """The loop has applied everything one report caused (and made and started the trials
+        that followed): its state is whole here, between two reports."""

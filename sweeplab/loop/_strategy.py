@@ -19,7 +19,6 @@ is a decision of the loop's. Strategies the loop cannot run are refused before a
 from __future__ import annotations
 
 import copy
-import itertools
 import tempfile
 import uuid
 from typing import Any
@@ -147,9 +146,10 @@ class SearcherSource:
         self.num_samples = num_samples
         self.made = 0
         self.finished = False
-        # Ids as Tune's variant generator makes them: a prefix of the sweep's own, a count.
-        prefix = uuid.uuid4().hex[:5]
-        self._ids = (f"{prefix}_{index:05d}" for index in itertools.count())
+        # Ids as Tune's variant generator makes them: a prefix of the sweep's own, a count
+        # (no generator: a resumed sweep's engine pickles the source).
+        self._prefix = uuid.uuid4().hex[:5]
+        self._next_id = 0
         self._pending_id: str | None = None
 
     def next_trial(self) -> tuple[str, dict[str, Any]] | None:
@@ -158,7 +158,7 @@ class SearcherSource:
         if self.is_finished():
             return None
         # Tune draws a fresh id for each attempt; an id the limiter refused is never seen again.
-        trial_id = self._pending_id or next(self._ids)
+        trial_id = self._pending_id or self._new_id()
         suggested = self.searcher.suggest(trial_id)
         if suggested == Searcher.FINISHED:
             self.finished = True
@@ -170,6 +170,11 @@ class SearcherSource:
         self._pending_id = None
         self.made += 1
         return trial_id, tune_merge(self.param_space, copy.deepcopy(suggested))
+
+    def _new_id(self) -> str:
+        trial_id = f"{self._prefix}_{self._next_id:05d}"
+        self._next_id += 1
+        return trial_id
 
     def is_finished(self) -> bool:
         return self.finished or self.made >= self.num_samples
@@ -203,13 +208,14 @@ class AlgorithmSource:
         from ray.tune import Experiment
 
         self.algorithm = algorithm
-        self._folder = tempfile.TemporaryDirectory(prefix="sweeplab-simulate-")
+        folder = tempfile.TemporaryDirectory(prefix="sweeplab-simulate-")
+        self._folder: tempfile.TemporaryDirectory[str] | None = folder
         experiment = Experiment(
             "simulated",
             run=_no_training,
             config=search.param_space,
             num_samples=search.num_samples,
-            storage_path=self._folder.name,
+            storage_path=folder.name,
         )
         if search.param_space:
             algorithm.set_search_properties(metric, mode, search.param_space)
@@ -237,7 +243,12 @@ class AlgorithmSource:
         self.algorithm.on_trial_complete(trial_id, result=result, error=error)
 
     def close(self) -> None:
-        self._folder.cleanup()
+        if self._folder is not None:
+            self._folder.cleanup()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The experiment's folder is only the storage path of Tune trials that never run.
+        return {**self.__dict__, "_folder": None}
 
 
 def _no_training(config: dict[str, Any]) -> None:

@@ -72,5 +72,17 @@ class LoopTrial:
     def __repr__(self) -> str:
         return f"LoopTrial({self.trial_id})"
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Its attributes; an ended trial's reports are left out (its results are its run's:
+        a snapshot of a long sweep stays small). Only its last result is kept."""
+        state = {name: getattr(self, name) for name in self.__slots__}
+        if self.status == TERMINATED:
+            state["reports"] = []
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+
     def is_finished(self) -> bool:
         return self.status == TERMINATED

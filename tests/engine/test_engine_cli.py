@@ -177,7 +177,7 @@ def test_warm_start_plan_is_printed_before_anything_starts(tmp_path: Path) -> No
 @pytest.mark.parametrize(
     ("extra", "flags", "expected"),
     [
-        ("", ["--resume"], "--resume: a sweep run with --engine loop cannot be resumed yet"),
+        ("", ["--resume"], "holds no interrupted sweep to resume"),
         (
             ', warm_start=[{"x": 0.5}]',
             [],

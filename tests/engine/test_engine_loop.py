@@ -274,3 +274,64 @@ def test_the_stall_watchdog_watches_a_loop_sweep(
     assert match, lines[0]
     (report,) = (in_tmp / "runs" / "stuck").glob("run-*/stall.txt")
     assert match.group(1) in report.read_text()
+
+
+@pytest.mark.timeout(900)
+def test_a_killed_loop_sweep_resumes_from_its_snapshot(in_tmp: Path) -> None:
+    import signal
+    import time
+
+    from test_engine_resume import _stop_orphans
+    from toy_spec import write_spec
+
+    spec = write_spec(
+        in_tmp,
+        'name="killed", space={"x": uniform(0, 1)}, metric="loss", mode="min", '
+        'searcher="optuna", scheduler="fifo", num_trials=6, max_iterations=6, seed=0',
+        epochs=6,
+        sleep=0.4,
+    )  # two one-worker slots on the 2 CPUs: three rounds of two trials
+    uri = store_uri(in_tmp)
+    command = [sys.executable, "-m", "sweeplab.cli", "sweep", str(spec), "--no-live",
+               "--engine", "loop", "--tracking-uri", uri]  # fmt: skip
+    driver = subprocess.Popen(
+        command, cwd=in_tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+    # Killed once some trials have ended and a snapshot is on disk, before the sweep ends.
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        results = list(in_tmp.glob("sweeplab-runs/killed/run-*/trials/*/result.json"))
+        done = [p.parent.name for p in results if len(p.read_text().splitlines()) >= 6]
+        ended = len(done)
+        if ended >= 2 and list(in_tmp.glob("sweeplab-runs/killed/run-*/loop_state.pkl")):
+            break
+        time.sleep(0.2)
+    else:
+        driver.kill()
+        pytest.fail("the sweep never ended a trial")
+    os.kill(driver.pid, signal.SIGKILL)
+    driver.wait(timeout=30)
+    assert ended < 6, "the sweep had finished before the kill: nothing left to resume"
+    _stop_orphans(driver.pid)
+
+    resumed = subprocess.run(
+        [*command, "--resume"], cwd=in_tmp, capture_output=True, text=True, timeout=600
+    )
+    _stop_orphans(driver.pid)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert "killed: 6 trials in" in resumed.stdout
+
+    client = mlflow.MlflowClient(uri)
+    children = child_runs(uri, "killed")  # one parent run, continued
+    trial_ids = [r.data.tags["sweeplab.trial_id"] for r in children]
+    assert len(trial_ids) == len(set(trial_ids)) == 6, "one child run per trial, 6 trials"
+    statuses = [(r.info.status, r.data.tags["sweeplab.status"]) for r in children]
+    assert set(statuses) == {("FINISHED", "finished")}, (statuses, resumed.stdout[-3000:])
+    for run in children:
+        steps = sorted(m.step for m in client.get_metric_history(run.info.run_id, "loss"))
+        assert steps == list(range(1, 7)), f"{run.data.tags['sweeplab.trial_id']}: {steps}"
+    (trials,) = in_tmp.glob("sweeplab-runs/killed/run-*/trials")
+    for trial_id in done:
+        # A trial that had ended before the kill did not run again (one run folder).
+        assert len(list(trials.glob(f"{trial_id}_*"))) == 1, trial_id
