@@ -172,7 +172,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if options.engine == "loop":
         from sweeplab.engine import check_loop_engine
 
-        check_loop_engine(apply_options(sweep, options), resume=args.resume)
+        check_loop_engine(apply_options(sweep, options))
     if options.address is not None:
         from sweeplab.engine import check_address
 

@@ -34,7 +34,7 @@ class LoopSnapshots:
 
     Args:
         run_dir: The run folder (the snapshot is ``run_dir/loop_state.pkl``).
-        interval_s: The least time between two snapshots taken when trials end.
+        interval_s: The most time between two snapshots while trials only report.
     """
 
     def __init__(self, run_dir: Path, *, interval_s: float = 5.0) -> None:
@@ -43,7 +43,6 @@ class LoopSnapshots:
         self.interval_s = interval_s
         self._last = -float("inf")
         self._took = 0.0
-        self.written = 0
 
     def maybe_save(self, loop: TrialLoop, *, now: bool = False) -> None:
         """A snapshot, unless one was written less than `interval_s` ago. `now` (a trial made
@@ -74,7 +73,6 @@ class LoopSnapshots:
         os.replace(temporary, self.path)
         self._last = time.monotonic()
         self._took = self._last - began
-        self.written += 1
 
     def made(self, trial: LoopTrial) -> None:
         """Journals a trial the searcher made (a resume ends it if no snapshot holds it)."""
@@ -149,7 +147,7 @@ def restore_loop(loop: TrialLoop, run_dir: Path, trials_dir: Path) -> dict[Any, 
 
 def _complete_late(loop: TrialLoop, trial: LoopTrial, record: LoopTrial, trials_dir: Path) -> None:
     """Tells the restored scheduler and searcher that `trial` ended, at its last result."""
-    kept, _ = _read_results(trials_dir / trial.trial_id / "result.json")
+    kept = _json_lines(trials_dir / trial.trial_id / "result.json")
     trial.status, trial.outcome = TERMINATED, record.outcome
     if record.outcome == "error":
         loop.scheduler.on_trial_error(loop, trial)
@@ -163,39 +161,32 @@ def _complete_late(loop: TrialLoop, trial: LoopTrial, record: LoopTrial, trials_
         loop.source.on_trial_complete(trial.trial_id)
 
 
-def _read_results(results: Path) -> tuple[list[dict[str, Any]], bool]:
-    """A trial's results as written, up to a line cut short by a kill; and whether one was."""
-    lines: list[dict[str, Any]] = []
-    if results.exists():
-        for line in results.read_text().splitlines():
-            try:
-                lines.append(json.loads(line))
-            except ValueError:
-                return lines, True
-    return lines, False
-
-
 def _ended_trials(journal: Path, loop: TrialLoop) -> dict[str, LoopTrial]:
     """The ended trials of the journal, as records (their results are their runs')."""
     ended: dict[str, LoopTrial] = {}
-    for entry in _journal_entries(journal):
-        if entry["outcome"] is None:
-            continue  # a trial made
-        config = entry["config"]
-        trial = LoopTrial(entry["trial_id"], config, loop.decode(config), index=entry["index"])
-        trial.status, trial.outcome = TERMINATED, entry["outcome"]
-        ended[trial.trial_id] = trial
+    for entry in _json_lines(journal):
+        if entry["outcome"] is not None:  # else a trial made
+            ended[entry["trial_id"]] = _ended_record(entry, loop, entry["outcome"])
     return ended
 
 
-def _journal_entries(journal: Path) -> list[dict[str, Any]]:
+def _ended_record(entry: dict[str, Any], loop: TrialLoop, outcome: str) -> LoopTrial:
+    """The ended trial of a journal line."""
+    config = entry["config"]
+    trial = LoopTrial(entry["trial_id"], config, loop.decode(config), index=entry["index"])
+    trial.status, trial.outcome = TERMINATED, outcome
+    return trial
+
+
+def _json_lines(path: Path) -> list[dict[str, Any]]:
+    """The JSON lines of `path` (a journal, a trial's results), up to one cut short by a kill."""
     entries: list[dict[str, Any]] = []
-    if journal.exists():
-        for line in journal.read_text().splitlines():
+    if path.exists():
+        for line in path.read_text().splitlines():
             try:
                 entries.append(json.loads(line))
             except ValueError:
-                break  # a line cut short by the kill
+                break
     return entries
 
 
@@ -204,12 +195,10 @@ def lost_trials(run_dir: Path, loop: TrialLoop) -> list[LoopTrial]:
     them and makes others in their place. Each is returned as an ended record (``"error"``)."""
     known = {t.trial_id for t in loop.trials}
     lost: dict[str, LoopTrial] = {}
-    for entry in _journal_entries(Path(run_dir) / ENDED_FILE):
+    for entry in _json_lines(Path(run_dir) / ENDED_FILE):
         if entry["trial_id"] in known or entry["outcome"] is not None:
             continue
-        config = entry["config"]
-        trial = LoopTrial(entry["trial_id"], config, loop.decode(config), index=entry["index"])
-        trial.status, trial.outcome = TERMINATED, "error"
+        trial = _ended_record(entry, loop, "error")
         trial.error = "lost: made after the last snapshot of a killed sweep; made again on resume"
         lost[trial.trial_id] = trial
     return list(lost.values())
@@ -218,7 +207,7 @@ def lost_trials(run_dir: Path, loop: TrialLoop) -> list[LoopTrial]:
 def _latest_checkpoint(results: Path) -> tuple[list[dict[str, Any]], str | None]:
     """The results up to the last one whose checkpoint is on disk, and that checkpoint; the
     file is cut there (atomically), as those after it are trained again."""
-    lines, _ = _read_results(results)
+    lines = _json_lines(results)
     keep, checkpoint = 0, None
     for index, result in enumerate(lines, 1):
         path = result.get(CHECKPOINT_PATH_KEY)

@@ -44,13 +44,12 @@ logger = logging.getLogger(__name__)
 ENGINES = ("tune", "loop")
 
 
-def check_loop_engine(sweep: Sweep, *, resume: bool) -> None:
+def check_loop_engine(sweep: Sweep) -> None:
     """Refuses what the loop engine does not run yet, before anything starts.
 
     Raises:
         SpecError: For a warm start or an elastic group.
     """
-    del resume  # a loop sweep resumes from its own snapshot (`_loop_state`)
     if sweep.warm_start is not None:
         raise SpecError(
             "Sweep field `warm_start` is not supported with --engine loop yet; leave it out "
@@ -167,14 +166,7 @@ class LoopSweepEvents(LoopObserver):
 
     def on_trial_end(self, trial: LoopTrial) -> None:
         shaped = self._shaped.pop(trial, None) or self._of(trial)
-        if trial.outcome == "error":
-            path = Path(shaped.local_path, "error.txt")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(trial.error or "")
-            shaped.error_file = str(path)
-            self.events.on_trial_error(0, [], shaped)
-        else:
-            self.events.on_trial_complete(0, [], shaped)
+        self._tell_ended(trial, shaped)
         if self.watchdog is not None:
             self.watchdog.on_trial_complete(0, [], shaped)
         if self.snapshots is not None:
@@ -187,16 +179,20 @@ class LoopSweepEvents(LoopObserver):
         for trial in [*loop.trials, *lost_trials(loop_dir, loop)]:
             self.events.add_trial(self._of(trial))
             if trial.status == TERMINATED:
-                shaped = self._shaped.pop(trial)
-                if trial.outcome == "error":
-                    path = Path(shaped.local_path, "error.txt")
-                    if trial.error is not None:  # a lost trial: why it ends
-                        path.parent.mkdir(parents=True, exist_ok=True)
-                        path.write_text(trial.error)
-                    shaped.error_file = str(path)
-                    self.events.on_trial_error(0, [], shaped)
-                else:
-                    self.events.on_trial_complete(0, [], shaped)
+                self._tell_ended(trial, self._shaped.pop(trial))
+
+    def _tell_ended(self, trial: LoopTrial, shaped: _TuneShaped) -> None:
+        """The sinks learn that `trial` ended: as an error (its text in ``error.txt``, written
+        where the trial has one: a resumed sweep's errored trial kept its own), or complete."""
+        if trial.outcome != "error":
+            self.events.on_trial_complete(0, [], shaped)
+            return
+        path = Path(shaped.local_path, "error.txt")
+        if trial.error is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(trial.error)
+        shaped.error_file = str(path)
+        self.events.on_trial_error(0, [], shaped)
 
     def on_trial_exploit(self, trial: LoopTrial, donor: LoopTrial, iteration: int) -> None:
         self.events.on_trial_exploit(trial.trial_id, donor.trial_id, iteration, trial.config)

@@ -161,7 +161,7 @@ def run_sweep(
         check_tracking_uri(options.tracking_uri)  # a typo or a server that is down: exit 2
     sweep = apply_options(sweep, options)
     if options.engine == "loop":
-        check_loop_engine(sweep, resume=options.resume)
+        check_loop_engine(sweep)
     if warm_start is None and not options.resume:  # a resumed searcher keeps its own state
         warm_start = plan_warm_start(sweep, options.tracking_uri)
     sweep_dir = options.storage.expanduser().resolve() / sweep.name
