@@ -3,8 +3,9 @@
 The trials train on warm slots (`slot_loop`: a one-worker trial in its slot's host, a larger
 one in a Train group), and each trial event reaches the same sinks as under Tune: the loop's
 observer (`LoopSweepEvents`) tells the engine's `SweepEvents`, which tells the MLflow tracker
-(or, untracked, an in-memory ranking), the live table and the sweep's callbacks. What the loop
-does not do yet is refused before anything starts: a warm start, an elastic group. A killed
+(or, untracked, an in-memory ranking), the live table and the sweep's callbacks. A warm start's
+configs are suggested first, as under Tune. An elastic group runs on no warm slot and is refused
+before anything starts. A killed
 sweep resumes (``--resume``) from the loop's own snapshot (`_loop_state`), its trials' child runs
 found again and their results read back from each trial's ``result.json``. The stall watchdog
 watches the loop's events as it watches Tune's, and looks at its clock whenever the backend's
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from sweeplab.engine._loop_state import LoopSnapshots, lost_trials, restore_loop
 from sweeplab.engine._outcome import SweepOutcome, finish_sweep
+from sweeplab.engine._search import build_search
 from sweeplab.engine._sinks import live, wire_sinks
 from sweeplab.engine._slot_backend import SlotBackend, slot_loop
 from sweeplab.engine._trial_mode import TrialMode
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     from sweeplab.engine._plan import ResourcePlan
     from sweeplab.engine._resolved import ResolvedSweep
     from sweeplab.engine._runner import SweepOptions
+    from sweeplab.engine._warm import WarmStartPlan
     from sweeplab.engine._watchdog import StallWatchdog
     from sweeplab.spec import Sweep
 
@@ -45,16 +48,11 @@ ENGINES = ("tune", "loop")
 
 
 def check_loop_engine(sweep: Sweep) -> None:
-    """Refuses what the loop engine does not run yet, before anything starts.
+    """Refuses what the loop engine does not run, before anything starts.
 
     Raises:
-        SpecError: For a warm start or an elastic group.
+        SpecError: For an elastic group.
     """
-    if sweep.warm_start is not None:
-        raise SpecError(
-            "Sweep field `warm_start` is not supported with --engine loop yet; leave it out "
-            "or run with --engine tune."
-        )
     if not isinstance(sweep.workers_per_trial, int):
         raise SpecError(
             "Sweep field `workers_per_trial` must be a number of workers with --engine loop: "
@@ -199,9 +197,16 @@ class LoopSweepEvents(LoopObserver):
 
 
 def run_on_loop(
-    resolved: ResolvedSweep, options: SweepOptions, plan: ResourcePlan, started: float
+    resolved: ResolvedSweep,
+    options: SweepOptions,
+    plan: ResourcePlan,
+    started: float,
+    warm_start: WarmStartPlan | None = None,
 ) -> SweepOutcome:
-    """Runs the resolved sweep on the connected Ray through the trial loop; see the module."""
+    """Runs the resolved sweep on the connected Ray through the trial loop; see the module.
+
+    A warm start's configs are suggested first (`build_search`), as under Tune.
+    """
     from sweeplab.engine._events import SweepEvents
     from sweeplab.engine._watchdog import StallWatchdog
     from sweeplab.tracking import UntrackedRanking
@@ -239,11 +244,14 @@ def run_on_loop(
     trials: list[LoopTrial] = []
     try:
         write_json(resolved.run_dir / "sweep.json", resolved.sweep_json())
+        if warm_start is not None:
+            write_json(resolved.run_dir / "warm_start.json", warm_start.to_dict())
         with slot_loop(
             resolved.sweep,
             storage=resolved.run_dir,
             slots=plan.concurrency,
             in_process=resolved.trial_mode is TrialMode.IN_PROCESS,
+            search=build_search(resolved.sweep, warm_start),
         ) as loop:
             snapshots = LoopSnapshots(resolved.run_dir)
             observer = LoopSweepEvents(events, resolved.run_dir / "trials", watchdog, snapshots)
@@ -260,6 +268,8 @@ def run_on_loop(
             if tracker is not None:
                 tracker.start(started_at=time.time() - (time.monotonic() - started))
                 tracking = True
+                if warm_start is not None:
+                    tracker.log_warm_start(warm_start.source, warm_start.to_dict())
             if resolved.resume:
                 observer.restored(loop, resolved.run_dir)
             with live(sinks.table, options.live):
@@ -284,4 +294,5 @@ def run_on_loop(
         errored=errored,
         trials=len(trials),
         sinks=sinks,
+        warm_start=warm_start,
     )

@@ -61,8 +61,7 @@ class SweepOptions:
         fail_on_stall: Whether such a stall ends the sweep with `SweepStalled` (the CLI
             exits 1) instead of waiting on.
         engine: What runs the trials: ``"tune"``, Ray Tune's controller, or ``"loop"``,
-            sweeplab's own trial loop on warm slots (no warm start yet; see
-            ``docs/trials.md``).
+            sweeplab's own trial loop on warm slots (see ``docs/trials.md``).
     """
 
     spec_path: Path | None = None
@@ -186,7 +185,7 @@ def run_sweep(
             plan = plan_resources(sweep, cluster_nodes())
         resolved = ResolvedSweep.resolve(sweep, options, plan, run_dir)
         if options.engine == "loop":
-            return run_on_loop(resolved, options, plan, started)
+            return run_on_loop(resolved, options, plan, started, warm_start)
         return _run_on_ray(resolved, options, plan, started, warm_start)
 
 

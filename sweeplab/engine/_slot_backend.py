@@ -39,6 +39,7 @@ from sweeplab.keys import CHECKPOINT_PATH_KEY
 from sweeplab.loop import BackendReport, LoopTrial, TrialLoop, sweep_loop
 
 if TYPE_CHECKING:
+    from sweeplab.space import TuneSearch
     from sweeplab.spec import Sweep
 
 __all__ = ["SlotBackend", "slot_loop"]
@@ -52,6 +53,7 @@ def slot_loop(
     slots: int = 1,
     budget_iterations: int | None = None,
     in_process: bool | None = None,
+    search: TuneSearch | None = None,
 ) -> Iterator[TrialLoop]:
     """The trial loop of `sweep` on `slots` warm slots of the connected Ray cluster.
 
@@ -62,6 +64,7 @@ def slot_loop(
     A one-worker trial runs in its slot's host actor itself (`InProcessHost`: no trainer
     group, the worker's resources reserved by the host), as the engine runs one-worker trials
     in their Tune actor; `in_process` overrides that choice (False: a one-worker group).
+    `search` replaces the search the sweep's strategy builds (a warm-started one).
 
     Raises:
         SpecError: If the sweep's strategy cannot run in the loop (a configured PBT object, a
@@ -71,7 +74,9 @@ def slot_loop(
     if not isinstance(workers, int):
         raise ValueError("an elastic group (workers_per_trial=(min, max)) runs on no slot")
     storage = Path(storage)
-    loop = sweep_loop(sweep, _NoBackendYet(), workers=slots, budget_iterations=budget_iterations)
+    loop = sweep_loop(
+        sweep, _NoBackendYet(), workers=slots, budget_iterations=budget_iterations, search=search
+    )
     prefix = f"sweeplab-loop-{sweep.name}-{time.time_ns()}"
     pickle_spec_by_value(sweep)
     if in_process is None:

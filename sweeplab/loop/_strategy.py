@@ -68,18 +68,19 @@ _WARM_START = (
 )
 
 
-def simulation_rule_break(sweep: StrategySweep) -> RuleBreak | None:
+def simulation_rule_break(sweep: StrategySweep, *, planned: bool = False) -> RuleBreak | None:
     """The rule of the simulator that `sweep` breaks, or None.
 
     A configured scheduler object that exploits (Tune's PBT or PB2) is refused: it exploits
     through Tune's controller. The named ``"pbt"`` runs as `LoopPBT`. A warm start is refused
-    too (planned by the engine from earlier sweeps). A scheduler that pauses trials
-    (HyperBand) runs: a resumed trial goes on from its next iteration.
+    too unless `planned` (the engine plans it from earlier sweeps and passes its search). A
+    scheduler that pauses trials (HyperBand) runs: a resumed trial goes on from its next
+    iteration.
     """
     traits = scheduler_traits(sweep.scheduler, declared=sweep.scheduler_traits)
     if traits.exploits and sweep.scheduler != "pbt":
         return RuleBreak("scheduler", _EXPLOITS, sweep.scheduler)
-    if sweep.warm_start is not None:
+    if sweep.warm_start is not None and not planned:
         return RuleBreak("warm_start", _WARM_START, sweep.warm_start)
     return None
 
@@ -255,8 +256,11 @@ def _no_training(config: dict[str, Any]) -> None:
     """The trainable named in a grid's ``Experiment``: the simulator never runs it."""
 
 
-def simulated_source(sweep: StrategySweep, *, workers: int) -> SearcherSource | AlgorithmSource:
-    """The trial source of `sweep`, run at most `workers` trials at once.
+def simulated_source(
+    sweep: StrategySweep, *, workers: int, search: TuneSearch | None = None
+) -> SearcherSource | AlgorithmSource:
+    """The trial source of `sweep`, run at most `workers` trials at once: over `search`, or
+    over the search its strategy builds when None.
 
     Raises:
         SpecError: If the sweep's searcher is neither a Tune ``Searcher`` nor a
@@ -264,7 +268,7 @@ def simulated_source(sweep: StrategySweep, *, workers: int) -> SearcherSource | 
     """
     from ray.tune.search import SearchAlgorithm, Searcher
 
-    search = build_search(sweep)
+    search = search or build_search(sweep)
     alg = search.search_alg
     if isinstance(alg, Searcher):
         # A simulated trial that waits holds nothing, as a one-worker trial waits in Tune's
@@ -301,10 +305,17 @@ def simulated_max_pending(sweep: StrategySweep, source: TrialSource) -> int | No
 
 
 def sweep_loop(
-    sweep: Any, backend: TrialBackend, *, workers: int, budget_iterations: int | None = None
+    sweep: Any,
+    backend: TrialBackend,
+    *,
+    workers: int,
+    budget_iterations: int | None = None,
+    search: TuneSearch | None = None,
 ) -> TrialLoop:
     """The trial loop of `sweep` on `backend`: its scheduler and search as `sweeplab sweep`
     builds them, `workers` trials at once. Call `TrialLoop.run`, then `TrialLoop.close`.
+
+    `search` replaces the search the strategy builds: the engine passes a warm-started one.
 
     Raises:
         SpecError: If the sweep's strategy cannot run in the loop (a configured PBT object, a
@@ -312,12 +323,12 @@ def sweep_loop(
     """
     from sweeplab.space import decode_config
 
-    broken = simulation_rule_break(sweep)
+    broken = simulation_rule_break(sweep, planned=search is not None)
     if broken is not None:
         raise broken.error()
     space = sweep.space
     scheduler = simulated_scheduler(sweep, workers=workers)
-    source = simulated_source(sweep, workers=workers)
+    source = simulated_source(sweep, workers=workers, search=search)
     return TrialLoop(
         scheduler=scheduler,
         source=source,

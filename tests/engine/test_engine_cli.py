@@ -178,11 +178,6 @@ def test_warm_start_plan_is_printed_before_anything_starts(tmp_path: Path) -> No
     ("extra", "flags", "expected"),
     [
         ("", ["--resume"], "holds no interrupted sweep to resume"),
-        (
-            ', warm_start=[{"x": 0.5}]',
-            [],
-            "Sweep field `warm_start` is not supported with --engine loop yet",
-        ),
         (", workers_per_trial=(1, 2)", [], "an elastic group (1, 2) runs on no warm slot"),
     ],
 )

@@ -82,8 +82,11 @@ def write_spec(
     return path
 
 
-def run_toy_sweep(tmp_path: Path, sweep_source: str, **spec_kwargs: Any) -> Any:
-    """Writes a toy spec in `tmp_path` and runs it in-process (tracked into tmp_path's SQLite)."""
+def run_toy_sweep(
+    tmp_path: Path, sweep_source: str, *, engine: str | None = None, **spec_kwargs: Any
+) -> Any:
+    """Writes a toy spec in `tmp_path` and runs it in-process (tracked into tmp_path's SQLite),
+    on `engine` (the default engine when None)."""
     from sweeplab.engine import SweepOptions, run_sweep
     from sweeplab.spec import load_spec
 
@@ -93,19 +96,27 @@ def run_toy_sweep(tmp_path: Path, sweep_source: str, **spec_kwargs: Any) -> Any:
         storage=tmp_path / "runs",
         tracking_uri=store_uri(tmp_path),
         live=False,
+        **({} if engine is None else {"engine": engine}),
     )
     return run_sweep(load_spec(spec), options)
 
 
 def progress_rows(outcome: Any) -> dict[str, list[dict[str, Any]]]:
-    """Tune's own result rows of every trial (its progress.csv files), by trial id.
+    """The engine's own result rows of every trial, by trial id: Tune's progress.csv files, or
+    the loop engine's ``trials/<id>/result.json``.
 
     (Tune's result.json can miss rows when a trial's artifact sync rewrites it; progress.csv
     is written by the driver alone.)
     """
+    import json
+
     import pandas as pd
 
     rows: dict[str, list[dict[str, Any]]] = {}
+    for path in (outcome.storage_dir / "trials").glob("*/result.json"):
+        records = [json.loads(line) for line in path.read_text().splitlines() if line]
+        if records:
+            rows[str(records[0]["trial_id"])] = records
     for path in (outcome.storage_dir / "tune").glob("*/progress.csv"):
         frame = pd.read_csv(path, dtype={"trial_id": str, "origin": str, "node": str})
         if len(frame):
