@@ -17,7 +17,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -334,6 +334,17 @@ def _tune_baseline(
     }
 
 
+def _trial_frames(run_dir: Path) -> Iterator[Any]:
+    """Each trial's reports as a DataFrame: the trial loop's ``trials/<id>/result.json``, or
+    Tune's ``progress.csv`` for a sweep on Tune."""
+    import pandas as pd
+
+    for path in run_dir.glob("trials/*/result.json"):
+        yield pd.read_json(path, lines=True, dtype={"trial_id": str})
+    for path in run_dir.glob("tune/*/progress.csv"):
+        yield pd.read_csv(path, dtype={"trial_id": str})
+
+
 def _sweeplab(
     tmp: Path,
     *,
@@ -349,7 +360,6 @@ def _sweeplab(
     reuse_groups: bool = True,
     model: bool = False,
 ) -> dict[str, Any]:
-    import pandas as pd
 
     from sweeplab.engine import SweepOptions, run_sweep
 
@@ -386,8 +396,7 @@ def _sweeplab(
     first, best, reports, compute = [], [], 0, 0.0
     last_rss: dict[str, float] = {}
     gpu_floor: dict[str, float] = {}
-    for path in (outcome.storage_dir / "tune").glob("*/progress.csv"):
-        frame = pd.read_csv(path, dtype={"trial_id": str})
+    for frame in _trial_frames(outcome.storage_dir):
         if len(frame):
             last_rss[str(frame["trial_id"].iloc[-1])] = float(frame["rss_mb"].iloc[-1])
             if "gpu_floor_mb" in frame:

@@ -49,6 +49,8 @@ ROOT = Path(__file__).resolve().parents[1]
 console = Console()
 
 SPEC = """
+import os
+import socket
 import time
 
 import ray.train
@@ -58,11 +60,12 @@ from sweeplab import uniform
 
 
 def train_func(config):
+    worker = f"{{socket.gethostname()}}:{{os.getpid()}}"  # the process that runs the trial
     start = time.time()
     for step in range({reports}):
         time.sleep({sleep})
         ray.train.report({{"loss": config["x"] + 1.0 / (step + 1), "t_start": start,
-                           "t_now": time.time()}})
+                           "t_now": time.time(), "worker": worker}})
 
 
 sweep = sweeplab.Sweep(
@@ -116,20 +119,23 @@ def slot_figures(spans: list[tuple[str, float, float]], slots: int) -> dict[str,
 
 
 def _trial_spans(storage: Path) -> list[tuple[str, float, float]]:
+    """(the process that ran it, start, end) of each trial: from the trial loop's
+    ``trials/<id>/result.json`` or, on Tune, its ``progress.csv``."""
     import pandas as pd
 
-    spans = []
-    for path in storage.glob("scale-out/run-*/tune/*/progress.csv"):
-        frame = pd.read_csv(path)
-        if len(frame):
-            spans.append(
-                (
-                    f"{frame['hostname'].iloc[0]}:{frame['pid'].iloc[0]}",
-                    float(frame["t_start"].iloc[0]),
-                    float(frame["t_now"].iloc[-1]),
-                )
-            )
-    return spans
+    frames = [
+        pd.read_json(p, lines=True) for p in storage.glob("scale-out/run-*/trials/*/result.json")
+    ]
+    frames += [pd.read_csv(p) for p in storage.glob("scale-out/run-*/tune/*/progress.csv")]
+    return [
+        (
+            str(frame["worker"].iloc[0]),
+            float(frame["t_start"].iloc[0]),
+            float(frame["t_now"].iloc[-1]),
+        )
+        for frame in frames
+        if len(frame)
+    ]
 
 
 def run(

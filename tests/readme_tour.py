@@ -78,7 +78,8 @@ _MASKS = (
     (re.compile(r"\S*sweeplab-tour-\w+"), "<folder>"),  # the tour's temporary folder
     (re.compile(r" --port \d+"), ""),  # the ui step's port when 5000 is taken
     (re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{32}(?![0-9A-Za-z])"), "<run id>"),  # MLflow runs
-    (re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{8}(?![0-9A-Za-z])"), "<id>"),  # trials
+    (re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{8}(?![0-9A-Za-z])"), "<id>"),  # Tune's trials
+    (re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{5}_\d{5}(?![0-9A-Za-z])"), "<id>"),  # the loop's
     (re.compile(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?"), "9"),  # metrics, configs, times, pids
     (re.compile(r"([ ━─█])\1+"), r"\1"),  # column widths, rules and bars that fit them
 )

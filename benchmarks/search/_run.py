@@ -41,17 +41,24 @@ def start_ray(num_cpus: int = 2) -> None:
     )
 
 
-def read_reports(tune_dir: Path) -> tuple[list[tuple[float, float]], list[int]]:
+def read_reports(run_dir: Path) -> tuple[list[tuple[float, float]], list[int]]:
     """Every report of every trial as ``(wall, score)`` in time order, and each trial's reports.
 
-    Read from Tune's progress.csv files (written by the driver alone; a paused or exploited
-    trial appends to its own file), so each row is one iteration trained.
+    Read from the trial loop's ``trials/<id>/result.json`` or, for a sweep on Tune, Tune's
+    progress.csv files (each written by the driver alone; a paused or exploited trial appends
+    to its own file), so each row is one iteration trained.
     """
+    import json
+
     import pandas as pd
 
     rows: list[tuple[float, float]] = []
     per_trial: list[int] = []
-    for path in sorted(tune_dir.glob("*/progress.csv")):
+    for path in sorted(run_dir.glob("trials/*/result.json")):
+        lines = [json.loads(line) for line in path.read_text().splitlines() if line]
+        rows.extend((float(r["wall"]), float(r["score"])) for r in lines)
+        per_trial.append(len(lines))
+    for path in sorted(run_dir.glob("tune/*/progress.csv")):
         try:
             frame = pd.read_csv(path, usecols=["wall", "score"])
         except (pd.errors.EmptyDataError, ValueError):  # a trial that never reported
@@ -108,7 +115,7 @@ def run_one(
     )
     started = time.time()
     outcome = run_sweep(sweep, options)
-    reports, per_trial = read_reports(outcome.storage_dir / "tune")
+    reports, per_trial = read_reports(outcome.storage_dir)
     shutil.rmtree(outcome.storage_dir, ignore_errors=True)  # PBT's checkpoints add up
     return {
         "reports": [(wall - started, score) for wall, score in reports],

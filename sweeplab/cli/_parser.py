@@ -62,10 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sweep.add_argument(
         "--engine",
-        choices=("tune", "loop"),
-        default="tune",
-        help="what runs the trials: Ray Tune's controller (default), or sweeplab's own trial "
-        "loop (faster; no warm start yet)",
+        choices=("loop", "tune"),
+        default=None,
+        help="what runs the trials: sweeplab's own trial loop (default; an elastic group runs "
+        "on Tune), or Ray Tune's controller",
     )
 
     preview = sub.add_parser(

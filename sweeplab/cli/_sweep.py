@@ -169,10 +169,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         fail_on_stall=args.fail_on_stall,
         engine=args.engine,
     )
-    if options.engine == "loop":
-        from sweeplab.engine import check_loop_engine
+    from sweeplab.engine import choose_engine
 
-        check_loop_engine(apply_options(sweep, options))
+    choose_engine(apply_options(sweep, options), options)  # the loop refuses before anything
     if options.address is not None:
         from sweeplab.engine import check_address
 

@@ -6,7 +6,13 @@ from sweeplab.engine._display import make_console
 from sweeplab.engine._loop_sweep import ENGINES, check_loop_engine
 from sweeplab.engine._plan import ResourcePlan, local_nodes, plan_resources
 from sweeplab.engine._resolved import ResolvedSweep
-from sweeplab.engine._runner import SweepOptions, SweepOutcome, apply_options, run_sweep
+from sweeplab.engine._runner import (
+    SweepOptions,
+    SweepOutcome,
+    apply_options,
+    choose_engine,
+    run_sweep,
+)
 from sweeplab.engine._session import DEFAULT_STORAGE, start_local_ray
 from sweeplab.engine._slot_backend import SlotBackend, slot_loop
 from sweeplab.engine._stall import SweepStalled
@@ -32,6 +38,7 @@ __all__ = [
     "apply_options",
     "check_address",
     "check_loop_engine",
+    "choose_engine",
     "local_nodes",
     "make_console",
     "plan_resources",

@@ -32,6 +32,7 @@ from sweeplab.loop import TERMINATED, LoopObserver, LoopTrial, TrialLoop
 
 if TYPE_CHECKING:
     from sweeplab.engine._events import SweepEvents
+    from sweeplab.engine._orphans import OrphanGroupReaper
     from sweeplab.engine._plan import ResourcePlan
     from sweeplab.engine._resolved import ResolvedSweep
     from sweeplab.engine._runner import SweepOptions
@@ -43,20 +44,26 @@ __all__ = ["ENGINES", "LoopSweepEvents", "check_loop_engine", "run_on_loop"]
 
 logger = logging.getLogger(__name__)
 
-# `SweepOptions.engine`: Ray Tune's controller (the default) or sweeplab's own trial loop.
-ENGINES = ("tune", "loop")
+# `SweepOptions.engine`: sweeplab's own trial loop (the default) or Ray Tune's controller.
+ENGINES = ("loop", "tune")
 
 
 def check_loop_engine(sweep: Sweep) -> None:
     """Refuses what the loop engine does not run, before anything starts.
 
     Raises:
-        SpecError: For an elastic group.
+        SpecError: For a group per trial: an elastic group, or ``reuse_groups=False``.
     """
-    if not isinstance(sweep.workers_per_trial, int):
+    workers = sweep.workers_per_trial
+    if not isinstance(workers, int):
         raise SpecError(
             "Sweep field `workers_per_trial` must be a number of workers with --engine loop: "
-            f"an elastic group {sweep.workers_per_trial!r} runs on no warm slot."
+            f"an elastic group {workers!r} runs on no warm slot."
+        )
+    if workers > 1 and not sweep.reuse_groups:
+        raise SpecError(
+            "Sweep field `reuse_groups` must be True with --engine loop: its trials run on "
+            "warm slots; a group per trial runs with --engine tune."
         )
 
 
@@ -102,11 +109,13 @@ class LoopSweepEvents(LoopObserver):
         folder: Path,
         watchdog: StallWatchdog | None = None,
         snapshots: LoopSnapshots | None = None,
+        reaper: OrphanGroupReaper | None = None,
     ) -> None:
         self.events = events
         self.folder = folder
         self.watchdog = watchdog
         self.snapshots = snapshots
+        self.reaper = reaper  # removes the groups of trainer groups whose controller died
         self.loop: TrialLoop | None = None  # the loop whose snapshots are taken
         self._changed = False  # a trial was made or ended since the last snapshot
         self._shaped: dict[LoopTrial, _TuneShaped] = {}
@@ -126,9 +135,12 @@ class LoopSweepEvents(LoopObserver):
             self.snapshots = None
 
     def tick(self) -> None:
-        """The stall watchdog looks at its clock: says (or, to fail, raises) a stall."""
+        """The stall watchdog looks at its clock: says (or, to fail, raises) a stall; orphaned
+        placement groups are looked for (every 10 s)."""
         if self.watchdog is not None:
             self.watchdog.on_step_begin(0, list(self._shaped.values()))
+        if self.reaper is not None:
+            self.reaper.on_step_begin()
 
     def _of(self, trial: LoopTrial) -> _TuneShaped:
         shaped = self._shaped.get(trial)
@@ -161,6 +173,8 @@ class LoopSweepEvents(LoopObserver):
 
     def on_trial_retry(self, trial: LoopTrial) -> None:
         self.events.on_trial_recover(0, [], self._of(trial))
+        if self.reaper is not None:
+            self.reaper.on_trial_recover()
 
     def on_trial_end(self, trial: LoopTrial) -> None:
         shaped = self._shaped.pop(trial, None) or self._of(trial)
@@ -191,6 +205,8 @@ class LoopSweepEvents(LoopObserver):
             path.write_text(trial.error)
         shaped.error_file = str(path)
         self.events.on_trial_error(0, [], shaped)
+        if self.reaper is not None:
+            self.reaper.on_trial_error()
 
     def on_trial_exploit(self, trial: LoopTrial, donor: LoopTrial, iteration: int) -> None:
         self.events.on_trial_exploit(trial.trial_id, donor.trial_id, iteration, trial.config)
@@ -208,6 +224,7 @@ def run_on_loop(
     A warm start's configs are suggested first (`build_search`), as under Tune.
     """
     from sweeplab.engine._events import SweepEvents
+    from sweeplab.engine._orphans import OrphanGroupReaper
     from sweeplab.engine._watchdog import StallWatchdog
     from sweeplab.tracking import UntrackedRanking
 
@@ -219,6 +236,7 @@ def run_on_loop(
         fail_on_stall=options.fail_on_stall,
     )
     watchdog = next(c for c in sinks.tune_callbacks if isinstance(c, StallWatchdog))
+    reaper = next(c for c in sinks.tune_callbacks if isinstance(c, OrphanGroupReaper))
     tracker = sinks.tracker
     ranking = None
     if tracker is None:
@@ -254,7 +272,9 @@ def run_on_loop(
             search=build_search(resolved.sweep, warm_start),
         ) as loop:
             snapshots = LoopSnapshots(resolved.run_dir)
-            observer = LoopSweepEvents(events, resolved.run_dir / "trials", watchdog, snapshots)
+            observer = LoopSweepEvents(
+                events, resolved.run_dir / "trials", watchdog, snapshots, reaper
+            )
             observer.loop = loop
             loop.observer = observer
             backend = loop.backend

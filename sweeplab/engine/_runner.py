@@ -32,6 +32,7 @@ from sweeplab.engine._session import (
     tune_logs_without_tensorboard,
 )
 from sweeplab.engine._sinks import live, wire_sinks
+from sweeplab.engine._trial_mode import TrialMode
 from sweeplab.engine._tuner import build_tuner, slot_names, start_slots, write_json
 from sweeplab.engine._warm import WarmStartPlan, plan_warm_start
 from sweeplab.errors import SpecError, SweeplabError
@@ -60,8 +61,10 @@ class SweepOptions:
             times the longest such silence seen so far, at least 120 s.
         fail_on_stall: Whether such a stall ends the sweep with `SweepStalled` (the CLI
             exits 1) instead of waiting on.
-        engine: What runs the trials: ``"tune"``, Ray Tune's controller, or ``"loop"``,
-            sweeplab's own trial loop on warm slots (see ``docs/trials.md``).
+        engine: What runs the trials: ``"loop"``, sweeplab's own trial loop on warm slots, or
+            ``"tune"``, Ray Tune's controller (see ``docs/trials.md``). None (the default):
+            the loop, except for an elastic group, which only Tune runs; a resumed sweep runs
+            on the engine that ran it.
     """
 
     spec_path: Path | None = None
@@ -77,10 +80,10 @@ class SweepOptions:
     callbacks: Sequence[SweepCallback] = ()
     stall_timeout_s: float | None = None
     fail_on_stall: bool = False
-    engine: str = "tune"
+    engine: str | None = None
 
     def __post_init__(self) -> None:
-        if self.engine not in ENGINES:
+        if self.engine is not None and self.engine not in ENGINES:
             raise SpecError(
                 f"SweepOptions.engine must be one of {', '.join(map(repr, ENGINES))}, "
                 f"but got {self.engine!r}."
@@ -106,10 +109,13 @@ def apply_options(sweep: Sweep, options: SweepOptions) -> Sweep:
     return sweep.replace(**changes) if changes else sweep
 
 
-def _execution_dir(sweep_dir: Path, resume: bool, engine: str = "tune") -> Path:
+# What each engine resumes from: Tune's experiment folder, or the loop's snapshot.
+_RESUME_MARKS = {"tune": "tune", "loop": STATE_FILE}
+
+
+def _execution_dir(sweep_dir: Path, resume: bool, engine: str) -> Path:
     if resume:
-        # What each engine resumes from: Tune's experiment folder, or the loop's snapshot.
-        mark = "tune" if engine == "tune" else STATE_FILE
+        mark = _RESUME_MARKS[engine]
         candidates = sorted(p for p in sweep_dir.glob("run-*") if (p / mark).exists())
         if not candidates:
             raise SpecError(
@@ -119,6 +125,34 @@ def _execution_dir(sweep_dir: Path, resume: bool, engine: str = "tune") -> Path:
         return candidates[-1]
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
     return sweep_dir / f"run-{stamp}"
+
+
+def choose_engine(sweep: Sweep, options: SweepOptions) -> str:
+    """The engine that runs `sweep` (with `options` applied): the one named, else the loop, and
+    Tune for a group per trial (an elastic group, or ``reuse_groups=False``). Resumed, it is
+    the engine of the latest run folder that either can resume (so a sweep started before the
+    loop was the default resumes on Tune).
+
+    Raises:
+        SpecError: The loop named for what it does not run (`check_loop_engine`).
+    """
+    engine = options.engine
+    if engine is None and options.resume:
+        sweep_dir = options.storage.expanduser().resolve() / sweep.name
+        marked = sorted(
+            (p.name, name)
+            for name, mark in _RESUME_MARKS.items()
+            for p in sweep_dir.glob("run-*")
+            if (p / mark).exists()
+        )
+        if marked:
+            engine = marked[-1][1]
+    if engine is None:
+        per_trial = ResolvedSweep.trial_mode_of(sweep) is TrialMode.GROUP_PER_TRIAL
+        engine = "tune" if per_trial else "loop"
+    if engine == "loop":
+        check_loop_engine(sweep)
+    return engine
 
 
 def _prepare_storage(path: Path) -> None:
@@ -159,14 +193,13 @@ def run_sweep(
 
         check_tracking_uri(options.tracking_uri)  # a typo or a server that is down: exit 2
     sweep = apply_options(sweep, options)
-    if options.engine == "loop":
-        check_loop_engine(sweep)
+    engine = choose_engine(sweep, options)
     if warm_start is None and not options.resume:  # a resumed searcher keeps its own state
         warm_start = plan_warm_start(sweep, options.tracking_uri)
     sweep_dir = options.storage.expanduser().resolve() / sweep.name
     remote = options.address is not None
     plan = None if remote else plan_resources(sweep, local_nodes())
-    run_dir = _execution_dir(sweep_dir, options.resume, options.engine)
+    run_dir = _execution_dir(sweep_dir, options.resume, engine)
     _prepare_storage(run_dir)
     started = time.monotonic()
 
@@ -184,7 +217,7 @@ def run_sweep(
         if plan is None or not started_here:
             plan = plan_resources(sweep, cluster_nodes())
         resolved = ResolvedSweep.resolve(sweep, options, plan, run_dir)
-        if options.engine == "loop":
+        if engine == "loop":
             return run_on_loop(resolved, options, plan, started, warm_start)
         return _run_on_ray(resolved, options, plan, started, warm_start)
 

@@ -72,7 +72,7 @@ class TrialMode(enum.Enum):
                 "worker(s), each running one trial after another"
             )
         elif self is TrialMode.IN_PROCESS:
-            how = "each trial in a reused trial actor (one worker, no group to start)"
+            how = "each trial in a reused process (one worker, no group to start)"
         elif not isinstance(workers_per_trial, int):
             how = "a new trainer group per trial (an elastic group cannot be a slot)"
         else:

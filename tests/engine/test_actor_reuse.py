@@ -54,7 +54,9 @@ def test_a_slot_whose_actor_starts_late_still_runs_trials(ray_local: None, tmp_p
     (tmp_path / "pids").mkdir()
     spec = tmp_path / "spec.py"
     spec.write_text(SPEC.format(folder=str(tmp_path)))
-    options = SweepOptions(spec_path=spec, storage=tmp_path / "runs", live=False, track=False)
+    options = SweepOptions(
+        spec_path=spec, storage=tmp_path / "runs", live=False, track=False, engine="tune"
+    )
     outcome = run_sweep(load_spec(spec), options)
     assert outcome.trials == 60 and outcome.errored == 1
     # The two first actors, then the one that replaced the failed trial's and ran trials too.

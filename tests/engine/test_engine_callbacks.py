@@ -254,7 +254,12 @@ def test_callbacks_see_a_configured_asha_sweep_that_reuses_actors(
     )
     recorder = Recorder()
     options = SweepOptions(
-        spec_path=spec, storage=in_tmp / "runs", live=False, track=False, callbacks=[recorder]
+        spec_path=spec,
+        storage=in_tmp / "runs",
+        live=False,
+        track=False,
+        callbacks=[recorder],
+        engine="tune",  # Tune's trial actors and log files
     )
     outcome = run_sweep(sweep, options)
     assert recorder.ends == [outcome]

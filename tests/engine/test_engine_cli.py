@@ -179,6 +179,11 @@ def test_warm_start_plan_is_printed_before_anything_starts(tmp_path: Path) -> No
     [
         ("", ["--resume"], "holds no interrupted sweep to resume"),
         (", workers_per_trial=(1, 2)", [], "an elastic group (1, 2) runs on no warm slot"),
+        (
+            ", workers_per_trial=2, reuse_groups=False",
+            [],
+            "Sweep field `reuse_groups` must be True with --engine loop",
+        ),
     ],
 )
 def test_what_the_loop_engine_does_not_run_yet_is_refused(
@@ -198,7 +203,7 @@ def test_an_unknown_engine_is_refused(tmp_path: Path) -> None:
     from sweeplab import SpecError
     from sweeplab.engine import SweepOptions
 
-    with pytest.raises(SpecError, match=r"SweepOptions.engine must be one of 'tune', 'loop'"):
+    with pytest.raises(SpecError, match=r"SweepOptions.engine must be one of 'loop', 'tune'"):
         SweepOptions(engine="ray")
     spec = write_spec(tmp_path, GOOD)
     result = cli("sweep", str(spec), "--engine", "ray", cwd=tmp_path)

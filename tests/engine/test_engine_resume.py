@@ -51,8 +51,11 @@ def test_resume_after_sigkill_finishes_the_sweep(in_tmp: Path) -> None:
     # Kill the driver once the first trials have reported, before the sweep can finish.
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
-        progress = list(in_tmp.glob("sweeplab-runs/killed/run-*/tune/*/progress.csv"))
-        reported = sum(len(p.read_text().splitlines()) - 1 for p in progress)
+        # Tune's progress.csv (a header line) or the loop engine's result.json of each trial.
+        runs = in_tmp / "sweeplab-runs" / "killed"
+        tune = [len(p.read_text().splitlines()) - 1 for p in runs.glob("run-*/tune/*/progress.csv")]
+        loop = [len(p.read_text().splitlines()) for p in runs.glob("run-*/trials/*/result.json")]
+        reported = sum(tune) + sum(loop)
         if reported >= 4:
             break
         time.sleep(0.5)

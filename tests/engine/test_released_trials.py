@@ -66,6 +66,7 @@ def _run(folder: Path, *, track: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
         tracking_uri=f"sqlite:///{folder / 'mlflow.db'}",
         live=False,
         track=track,
+        engine="tune",
     )
     outcome = run_sweep(load_spec(spec), options)
     assert max(released, default=0) >= TRIALS - 2, f"ended trials were not released: {released}"

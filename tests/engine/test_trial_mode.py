@@ -55,8 +55,8 @@ def test_what_each_mode_implies(
     [
         ({"workers_per_trial": 2}, "warm-slot: 3 warm trial slot(s)"),
         ({"workers_per_trial": 1, "scheduler": "pbt"}, "in-process: each trial in a reused"),
-        ({"workers_per_trial": 1}, "reused trial actor"),
-        ({"workers_per_trial": 1, "reuse_groups": False}, "reused trial actor"),
+        ({"workers_per_trial": 1}, "each trial in a reused process"),
+        ({"workers_per_trial": 1, "reuse_groups": False}, "each trial in a reused process"),
         ({"workers_per_trial": 2, "reuse_groups": False}, "group-per-trial: a new trainer group"),
         ({"workers_per_trial": 2, "reuse_groups": False}, "reuse_groups=False"),
         ({"workers_per_trial": (1, 2)}, "elastic"),

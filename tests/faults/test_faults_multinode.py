@@ -5,6 +5,7 @@ Slow: starting the cluster alone takes about half a minute on a 2-core machine.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -88,6 +89,15 @@ def progress(storage: Path, name: str) -> list[list[dict[str, Any]]]:
     for path in sorted(storage.glob(f"{name}/run-*/tune/*/progress.csv")):
         frame = pd.read_csv(path, dtype={"nodes": str})
         trials.append(frame.to_dict("records"))
+    for path in sorted(storage.glob(f"{name}/run-*/trials/*/result.json")):  # the loop engine's
+        lines = path.read_text().splitlines()
+        trials.append(
+            [
+                {k: str(v) if k == "nodes" else v for k, v in json.loads(x).items()}
+                for x in lines
+                if x
+            ]
+        )
     return trials
 
 

@@ -138,7 +138,10 @@ def test_real_ray_and_the_simulator_agree(
         assert min(stops for _, stops in expected) < 9, "the case stops no trial early"
 
     outcome = run_sweep(
-        sweep, SweepOptions(spec_path=spec, storage=in_tmp / "runs", live=False, track=False)
+        sweep,
+        SweepOptions(
+            spec_path=spec, storage=in_tmp / "runs", live=False, track=False, engine="tune"
+        ),
     )
     assert outcome.errored == 0
     assert real_trials(outcome.storage_dir) == expected

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeplab.engine.slots._host import SlotHost
+from sweeplab.engine.slots._pool import wait_until_ready
 from sweeplab.engine.slots._protocol import LEAVE, Assignment
 from sweeplab.engine.slots._worker import LeaveTrial, free_memory
 
@@ -113,5 +114,5 @@ def start_in_process_hosts(
         )
         for name in names
     ]
-    ray.get([h.ready.remote() for h in hosts])
+    wait_until_ready(hosts)
     return hosts

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import contextlib
+import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from sweeplab.engine.slots._host import SlotHost
 
-__all__ = ["ReleasePausedTrial", "close_slots", "slot_name", "start_slots"]
+__all__ = ["ReleasePausedTrial", "close_slots", "slot_name", "start_slots", "wait_until_ready"]
+
+logger = logging.getLogger(__name__)
+
+# How often a slot that cannot start yet looks for placement groups orphaned by an earlier
+# sweep, and after how long it says what it waits for.
+_REAP_EVERY_S = 5.0
+_SAY_AFTER_S = 30.0
 
 
 def slot_name(prefix: str, index: int) -> str:
@@ -54,8 +63,41 @@ def start_slots(
         )
         for name in names
     ]
-    ray.get([h.ready.remote() for h in hosts])
+    wait_until_ready(hosts)
     return hosts
+
+
+def wait_until_ready(hosts: list[Any]) -> None:
+    """Waits until each slot's host has started.
+
+    A host that reserves resources (an in-process slot's CPU) waits while something else holds
+    them. Most often that is a placement group orphaned by an earlier sweep's slot on the same
+    Ray (see `sweeplab.engine._orphans`): such groups are removed every few seconds while the
+    hosts wait, and after 30 s the wait is said in one warning line.
+    """
+    import ray
+
+    from sweeplab.engine._orphans import remove_orphaned_groups
+
+    pending = [h.ready.remote() for h in hosts]
+    started, said = time.monotonic(), False
+    while pending:
+        ready, pending = ray.wait(pending, num_returns=len(pending), timeout=_REAP_EVERY_S)
+        ray.get(ready)  # a host that failed to start raises here
+        if not pending:
+            return
+        with contextlib.suppress(Exception):  # housekeeping never stops a sweep
+            remove_orphaned_groups()
+        if not said and time.monotonic() - started > _SAY_AFTER_S:
+            said = True
+            logger.warning(
+                "%d of %d trial slot(s) still wait for their resources after %.0f s; free now: "
+                "%s (`sweeplab status` shows what holds them).",
+                len(pending),
+                len(hosts),
+                time.monotonic() - started,
+                ray.available_resources(),
+            )
 
 
 def close_slots(hosts: list[Any], timeout_s: float = 10.0) -> None:
