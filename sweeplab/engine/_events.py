@@ -130,15 +130,6 @@ class SweepEvents(Callback):
             self._add(trial)
         self.heap.maybe_trim()
 
-    def on_trials_released(self, trials: list[Any]) -> None:
-        """Tune's controller lets these ended trials go (`raycompat.ended_trials_released`):
-        no event comes for them any more, so their state here goes too."""
-        self._new.released(trials)
-        for trial in trials:
-            self._trials.pop(trial.trial_id, None)
-            self._latest.pop(trial.trial_id, None)
-            self._stopped_at_result.pop(trial.trial_id, None)
-
     def on_trial_start(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         self._add(trial)
         if self._tracker is not None:

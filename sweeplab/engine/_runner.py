@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import itertools
 import time
 from collections.abc import Sequence
 from math import inf
@@ -36,11 +35,6 @@ from sweeplab.engine._trial_mode import TrialMode
 from sweeplab.engine._tuner import build_tuner, slot_names, start_slots, write_json
 from sweeplab.engine._warm import WarmStartPlan, plan_warm_start
 from sweeplab.errors import SpecError, SweeplabError
-from sweeplab.raycompat import (
-    ended_trials_released,
-    trainable_registry_cached,
-    trial_dataframes_not_read,
-)
 from sweeplab.spec import Sweep
 
 __all__ = ["DEFAULT_STORAGE", "SweepOptions", "SweepOutcome", "run_sweep", "start_local_ray"]
@@ -257,13 +251,10 @@ def _run_on_ray(
         with (
             live(sinks.table, options.live),
             tune_logs_without_tensorboard(),
-            trainable_registry_cached(),
-            trial_dataframes_not_read(),
-            ended_trials_released(enabled=resolved.scheduler_traits.only_stops) as released,
         ):
             results = tuner.fit()
-        errored = sum(1 for r in results if r.error is not None)  # errored trials stay in Tune
-        trials = len(results) + len(released)
+        errored = sum(1 for r in results if r.error is not None)
+        trials = len(results)
         status = "FAILED" if errored == trials else "FINISHED"
     except KeyboardInterrupt:
         status = "KILLED"
@@ -275,7 +266,7 @@ def _run_on_ray(
             close_slots(hosts)
         summary = tracker.finish(status=status) if tracker is not None and tracking else None
     if summary is None:
-        summary = rank_untracked(resolved, itertools.chain(results, released.results()))
+        summary = rank_untracked(resolved, results)
     return finish_sweep(
         resolved,
         summary,

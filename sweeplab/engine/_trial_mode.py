@@ -56,14 +56,6 @@ class TrialMode(enum.Enum):
         """
         return self is not TrialMode.GROUP_PER_TRIAL
 
-    @property
-    def keeps_idle_actors(self) -> bool:
-        """Whether pausing schedulers keep up to the concurrency of idle trial actors, not one.
-
-        Only in-process trials: an idle actor there holds its own CPU and nothing else.
-        """
-        return self is TrialMode.IN_PROCESS
-
     def describe(self, *, workers_per_trial: int | tuple[int, int], concurrency: int) -> str:
         """One line for `sweeplab preview` and `sweeplab status`: how trials get their group."""
         if self is TrialMode.WARM_SLOT:

@@ -36,10 +36,6 @@ def build_tuner(
     from sweeplab.engine._divergence import DivergenceStopper
 
     sweep, run_dir = resolved.sweep, resolved.run_dir
-    if resolved.trial_mode.reuses_trial_actors:
-        from sweeplab.raycompat import let_starting_trial_actors_start
-
-        let_starting_trial_actors_start()
     trainable = make_trainable(trial_settings)
     tune_path = run_dir / "tune"
     if resume and tune.Tuner.can_restore(str(tune_path)):
@@ -59,7 +55,6 @@ def build_tuner(
         sinks.events.on_trial_exploit,
         exploit_dir=str(run_dir / "pbt-exploits"),
         max_running=resolved.concurrency,
-        keep_idle_actors=resolved.trial_mode.keeps_idle_actors,
     )
     if trial_settings.slots and hasattr(scheduler, "set_pause_hook"):
         from sweeplab.engine.slots import ReleasePausedTrial

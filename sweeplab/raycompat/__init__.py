@@ -10,9 +10,6 @@ its functions:
 - ``_loader``: the data loaders `prepare_data_loader` returns, timed for the data-wait metric;
 - ``_tune``: Tune's trainable, scheduler state (median rule, PBT), trial checkpoints, an ended
   trial's statistics, the duplicate-result key, and Tune's dict flattening for the simulator;
-- ``_actors``: Tune's cache of idle trial actors and its actors that are starting;
-- ``_fit``: while ``Tuner.fit`` runs, the trainable registry cached and no dataframes read;
-- ``_released``: ended trials released from Tune's controller;
 - ``_state``: placement groups with their creators, free resources per node, the head node;
 - ``_searchers``: the Optuna study and HyperOpt trials behind Tune's searchers;
 - ``_mlflow``: the tracking store behind an `MlflowClient`, MLflow's name rule, artifact URIs
@@ -35,18 +32,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sweeplab.raycompat import (
-    _actors,
-    _fit,
     _loader,
     _mlflow,
-    _released,
     _searchers,
     _state,
     _train,
     _tune,
 )
-from sweeplab.raycompat._actors import keep_idle_trial_actors, let_starting_trial_actors_start
-from sweeplab.raycompat._fit import trainable_registry_cached, trial_dataframes_not_read
 from sweeplab.raycompat._ledger import LibcUse, PrivateUse, SchemaUse
 from sweeplab.raycompat._libc import LIBC_USES, libc_function
 from sweeplab.raycompat._loader import (
@@ -63,13 +55,6 @@ from sweeplab.raycompat._mlflow import (
     rest_get,
     run_artifact_uri,
     tracking_store,
-)
-from sweeplab.raycompat._released import (
-    RELEASE_HOOK,
-    NewTrials,
-    ReleasedResult,
-    ReleasedTrials,
-    ended_trials_released,
 )
 from sweeplab.raycompat._searchers import hyperopt_trials, optuna_study
 from sweeplab.raycompat._state import (
@@ -90,6 +75,7 @@ from sweeplab.raycompat._train import (
     transform_reported_metrics,
 )
 from sweeplab.raycompat._tune import (
+    NewTrials,
     forget_trial_statistics,
     function_trainable_class,
     median_rule_stops_hard,
@@ -114,30 +100,24 @@ __all__ = [
     "MLFLOW_SCHEMA_REVISIONS",
     "MLFLOW_SCHEMA_USES",
     "PRIVATE_USES",
-    "RELEASE_HOOK",
     "DistributedTrainFnUtils",
     "LibcUse",
     "MlflowSql",
     "NewTrials",
     "PlacementGroupRecord",
     "PrivateUse",
-    "ReleasedResult",
-    "ReleasedTrials",
     "SchemaUse",
     "abort_train_controller",
     "current_train_context",
     "current_train_fn_utils",
     "disable_tune_session_guard",
-    "ended_trials_released",
     "forget_trial_statistics",
     "free_resources_per_node",
     "function_trainable_class",
     "head_node_id",
     "hyperopt_trials",
     "install_train_fn_utils",
-    "keep_idle_trial_actors",
     "lean_torch_trainer",
-    "let_starting_trial_actors_start",
     "libc_function",
     "median_rule_stops_hard",
     "mlflow_accepts_name",
@@ -157,9 +137,7 @@ __all__ = [
     "start_worker_from_checkpoint",
     "time_prepared_loader_fetches",
     "tracking_store",
-    "trainable_registry_cached",
     "transform_reported_metrics",
-    "trial_dataframes_not_read",
     "trial_error_text",
     "trial_restore_checkpoint",
     "tune_flattener",
@@ -170,9 +148,6 @@ PRIVATE_USES: tuple[PrivateUse, ...] = (
     *_train.USES,
     *_loader.USES,
     *_tune.USES,
-    *_actors.USES,
-    *_fit.USES,
-    *_released.USES,
     *_state.USES,
     *_searchers.USES,
     *_mlflow.USES,

@@ -14,6 +14,7 @@ from sweeplab.raycompat._ledger import PrivateUse
 
 __all__ = [
     "USES",
+    "NewTrials",
     "forget_trial_statistics",
     "function_trainable_class",
     "median_rule_stops_hard",
@@ -302,3 +303,20 @@ def tune_merge(base: dict[str, Any], suggested: dict[str, Any]) -> dict[str, Any
 
     merged: dict[str, Any] = merge_dicts(base, suggested)
     return merged
+
+
+class NewTrials:
+    """Which of the controller's trials a Tune callback has not seen, at each step.
+
+    Tune appends each new trial to its list, so the new ones are those after the ones seen: a
+    pass over the whole list at every step would be quadratic in the sweep's length.
+    """
+
+    def __init__(self) -> None:
+        self._seen = 0
+
+    def since_last(self, trials: list[Any]) -> list[Any]:
+        """The trials of `trials` (the controller's list) added since the last call."""
+        new = trials[self._seen :]
+        self._seen = len(trials)
+        return new

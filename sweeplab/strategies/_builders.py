@@ -42,14 +42,11 @@ class SchedulerSetup:
         exploit_dir: Where an exploited trial's copy of the donor's checkpoint goes.
         max_running: The sweep's concurrency, beyond which HyperBand and PBT resume no paused
             trial.
-        keep_idle_actors: Whether Tune keeps that many idle trial actors for them, not one
-            (see `ResumeWhenStalled`).
     """
 
     on_exploit: ExploitHook | None = None
     exploit_dir: str = "pbt-exploits"
     max_running: int | None = None
-    keep_idle_actors: bool = False
 
 
 def build_fifo(sweep: StrategySweep, setup: SchedulerSetup) -> Any:
@@ -100,7 +97,6 @@ def build_hyperband(sweep: StrategySweep, setup: SchedulerSetup) -> Any:
         max_t=sweep.max_iterations,
         reduction_factor=HYPERBAND_REDUCTION_FACTOR,
         max_running=setup.max_running,
-        keep_idle_actors=setup.keep_idle_actors,
     )
 
 
@@ -122,7 +118,6 @@ def build_pbt(sweep: StrategySweep, setup: SchedulerSetup) -> Any:
         exploit_dir=setup.exploit_dir,
         on_exploit=setup.on_exploit,
         max_running=setup.max_running,
-        keep_idle_actors=setup.keep_idle_actors,
         time_attr="training_iteration",
         perturbation_interval=pbt_interval(sweep.max_iterations),
         hyperparam_mutations=pbt_mutations(sweep.space),

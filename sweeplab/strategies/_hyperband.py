@@ -7,8 +7,6 @@ from typing import Any
 
 from ray.tune.schedulers import HyperBandScheduler, TrialScheduler
 
-from sweeplab.raycompat import keep_idle_trial_actors
-
 __all__ = ["HyperBand", "ResumeWhenStalled"]
 
 # Trials that hold a trial actor or wait for one.
@@ -31,21 +29,11 @@ class ResumeWhenStalled:
     a kept actor, starts a new process that a pause a moment later makes redundant. Bounded,
     each resume takes the actor of the trial that just paused: a resume costs milliseconds,
     not a process start (a PBT sweep of the benchmark's simulator spent most of its time so).
-
-    With ``keep_idle_actors`` as well, Tune keeps up to ``max_running`` idle trial actors, not
-    one: when two trials pause before either's actor is taken (a PBT round's end, where the
-    last trial is exploited), the second actor is kept for the next resume instead of stopped
-    and started again. The engine asks for it where a trial runs in its actor (one worker, no
-    slot), whose idle actor holds its own CPU and nothing else. On slots a kept actor would
-    hold its trial's slot: the engine's pause hook (`set_pause_hook`) has the slot end the run.
     """
 
-    def __init__(
-        self, *, max_running: int | None = None, keep_idle_actors: bool = False, **kwargs: Any
-    ) -> None:
+    def __init__(self, *, max_running: int | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.max_running = max_running
-        self.keep_idle_actors = keep_idle_actors
         self.on_pause: Callable[[str], None] | None = None
 
     def set_pause_hook(self, on_pause: Callable[[str], None] | None) -> None:
@@ -65,8 +53,6 @@ class ResumeWhenStalled:
 
     def choose_trial_to_run(self, tune_controller: Any) -> Any:
         if self.max_running is not None:
-            if self.keep_idle_actors:
-                keep_idle_trial_actors(tune_controller, self.max_running)
             busy = sum(1 for t in tune_controller.get_trials() if t.status in _BUSY)
             if busy >= self.max_running:
                 return None

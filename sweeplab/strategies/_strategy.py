@@ -119,13 +119,11 @@ def build_scheduler(
     *,
     exploit_dir: str = "pbt-exploits",
     max_running: int | None = None,
-    keep_idle_actors: bool = False,
 ) -> Any:
     """The Tune scheduler of `sweep`; a configured scheduler object is used as given.
 
     ``max_running``: the sweep's concurrency, beyond which HyperBand and PBT resume no paused
-    trial; ``keep_idle_actors``: whether Tune keeps that many idle trial actors for them, not
-    one (see `ResumeWhenStalled`).
+    trial (see `ResumeWhenStalled`).
     """
     entry = _scheduler_entry(sweep)
     if entry is None:
@@ -134,7 +132,6 @@ def build_scheduler(
         on_exploit=on_exploit,
         exploit_dir=exploit_dir,
         max_running=max_running,
-        keep_idle_actors=keep_idle_actors,
     )
     return entry.build(sweep, setup)
 

@@ -43,10 +43,6 @@ class MlflowTrialCallback(Callback):
             if self._tracker is not None:
                 self._tracker.trial_added(trial)
 
-    def on_trials_released(self, trials: list[Any]) -> None:
-        """Tune's controller lets these ended trials go (`raycompat.ended_trials_released`)."""
-        self._new.released(trials)
-
     def on_trial_start(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         if self._tracker is not None:
             self._tracker.trial_started(trial)

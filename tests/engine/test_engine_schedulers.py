@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import types
 from pathlib import Path
 from typing import Any
 
@@ -184,9 +183,7 @@ def test_paused_trials_resume_only_below_the_concurrency() -> None:
     """A resume waits while `max_running` trials run: Tune would start a process for it."""
     from sweeplab.strategies import HyperBand
 
-    scheduler = HyperBand(
-        metric="loss", mode="min", max_t=9, reduction_factor=3, max_running=2, keep_idle_actors=True
-    )
+    scheduler = HyperBand(metric="loss", mode="min", max_t=9, reduction_factor=3, max_running=2)
     controller = _Controller(scheduler)
     for i in range(8):
         controller.add(f"other{i}").status = "TERMINATED"
@@ -200,40 +197,6 @@ def test_paused_trials_resume_only_below_the_concurrency() -> None:
     assert scheduler.choose_trial_to_run(controller) is None
     extra.status = "TERMINATED"
     assert scheduler.choose_trial_to_run(controller) in (a, b)
-    assert controller._actor_cache.keep == 2  # see the next test
-    plain = HyperBand(metric="loss", mode="min", max_t=9, reduction_factor=3, max_running=2)
-    untouched = _Controller(plain)
-    cache = untouched._actor_cache
-    plain.choose_trial_to_run(untouched)
-    assert untouched._actor_cache is cache  # slots keep Tune's cache
-
-
-@pytest.mark.parametrize("kept", [False, True])
-def test_trials_that_pause_together_keep_their_actors(kept: bool) -> None:
-    """Tune keeps one idle trial actor when no trial waits for one; ours keeps `max_running`.
-
-    At a PBT round's end the last trial's result may exploit it: it pauses right after another
-    trial did, before a resume takes the first actor, and Tune stopped its actor; the next
-    resume then started a new process and the trials ran one at a time meanwhile.
-    """
-    from sweeplab.raycompat import keep_idle_trial_actors
-
-    controller = _Controller(scheduler=None)
-    wrapper = types.SimpleNamespace(_tune_controller=controller)  # what a scheduler is handed
-    if kept:
-        keep_idle_trial_actors(wrapper, 2)
-        keep_idle_trial_actors(wrapper, 2)  # idempotent
-    cache = controller._actor_cache
-    assert cache.cache_object("1 CPU", "first") is True
-    assert cache.cache_object("1 CPU", "second") is kept
-    assert list(cache.flush_cached_objects()) == []  # after each step: the idle ones stay
-    assert cache.num_cached_objects == (2 if kept else 1)
-    assert cache.cache_object("1 CPU", "third") is False  # never more than max_running
-    cache.increase_max("1 CPU")  # a resumed trial waits for an actor: it takes one
-    assert cache.pop_cached_object("1 CPU") == "first"
-    cache.decrease_max("1 CPU")
-    assert list(cache.flush_cached_objects(force_all=True)) == (["second"] if kept else [])
-    assert cache.num_cached_objects == 0
 
 
 @pytest.mark.parametrize(

@@ -35,19 +35,16 @@ def test_the_trial_mode_table(kwargs: dict[str, Any], mode: TrialMode) -> None:
 
 
 @pytest.mark.parametrize(
-    ("mode", "holds_nothing", "reuses", "keeps_idle"),
+    ("mode", "holds_nothing", "reuses"),
     [
-        (TrialMode.IN_PROCESS, True, True, True),
-        (TrialMode.WARM_SLOT, True, True, False),
-        (TrialMode.GROUP_PER_TRIAL, False, False, False),
+        (TrialMode.IN_PROCESS, True, True),
+        (TrialMode.WARM_SLOT, True, True),
+        (TrialMode.GROUP_PER_TRIAL, False, False),
     ],
 )
-def test_what_each_mode_implies(
-    mode: TrialMode, holds_nothing: bool, reuses: bool, keeps_idle: bool
-) -> None:
+def test_what_each_mode_implies(mode: TrialMode, holds_nothing: bool, reuses: bool) -> None:
     assert mode.waiting_holds_nothing is holds_nothing
     assert mode.reuses_trial_actors is reuses
-    assert mode.keeps_idle_actors is keeps_idle
 
 
 @pytest.mark.parametrize(

@@ -246,47 +246,6 @@ def test_the_duplicate_result_key_is_tunes() -> None:
     assert keys.TUNE_DUPLICATE_RESULT_KEY == RESULT_DUPLICATE
 
 
-def test_the_trainable_registry_is_read_once_per_name_while_cached(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from ray.tune import registry
-
-    def train_func(config: dict[str, Any]) -> None:
-        return None
-
-    store = registry._global_registry
-    reads: list[tuple[str, str]] = []
-    read = registry._Registry.get
-
-    def counted(self: Any, category: str, key: str) -> Any:
-        reads.append((category, key))
-        return read(self, category, key)
-
-    monkeypatch.setattr(registry._Registry, "get", counted)
-    name = "raycompat_cache_probe"
-    registry.register_trainable(name, train_func)
-    registry.register_env(name, lambda config: None)
-    try:
-        with raycompat.trainable_registry_cached():
-            first = registry.get_trainable_cls(name)
-            assert registry.get_trainable_cls(name) is first
-            assert reads == [(registry.TRAINABLE_CLASS, name)]
-            assert store.contains(registry.TRAINABLE_CLASS, name)
-            assert not store.contains(registry.TRAINABLE_CLASS, "raycompat_cache_absent")
-            with pytest.raises(registry.TuneError, match="Unknown trainable"):
-                registry.get_trainable_cls("raycompat_cache_absent")
-            # Other categories are read each time, as before.
-            store.get(registry.ENV_CREATOR, name)
-            store.get(registry.ENV_CREATOR, name)
-            assert reads.count((registry.ENV_CREATOR, name)) == 2
-        assert "get" not in vars(store) and "contains" not in vars(store)
-        registry.get_trainable_cls(name)
-        assert reads.count((registry.TRAINABLE_CLASS, name)) == 2
-    finally:
-        store.unregister(registry.TRAINABLE_CLASS, name)
-        store.unregister(registry.ENV_CREATOR, name)
-
-
 def test_an_ended_trials_statistics_are_emptied_and_start_anew() -> None:
     from ray.tune.experiment import Trial
 
@@ -302,23 +261,6 @@ def test_an_ended_trials_statistics_are_emptied_and_start_anew() -> None:
     trial.update_last_result({"training_iteration": 12, "loss": 0.5})  # a restarted trial
     assert trial.metric_analysis["loss"]["last-5-avg"] == 0.5
     raycompat.forget_trial_statistics(object())  # anything else: nothing to do
-
-
-def test_trial_dataframes_are_not_read_inside_the_context() -> None:
-    from ray.tune.analysis.experiment_analysis import ExperimentAnalysis
-    from ray.tune.experiment import Trial
-
-    trial = Trial("__fake", stub=True)
-    trial.update_last_result({"training_iteration": 3, "loss": 0.25})
-    analysis = object.__new__(ExperimentAnalysis)  # what `fit` builds, without its files
-    analysis.trials = [trial]
-    read = ExperimentAnalysis._fetch_trial_dataframes
-    with raycompat.trial_dataframes_not_read():
-        # `ResultGrid` asks `.get(trial_id)`: None is each `Result.metrics_dataframe`.
-        assert analysis._fetch_trial_dataframes() == {}
-    assert ExperimentAnalysis._fetch_trial_dataframes is read  # restored
-    frames = analysis._fetch_trial_dataframes()  # Tune reads (a stub trial has no file)
-    assert list(frames) == [trial.trial_id]
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the rows are Linux functions")
@@ -350,3 +292,12 @@ def test_no_module_outside_raycompat_calls_the_c_library() -> None:
             if any(name.split(".")[0] == "ctypes" for name in names):
                 outside.append(str(file.relative_to(SWEEPLAB)))
     assert outside == []
+
+
+def test_new_trials_are_those_after_the_ones_seen() -> None:
+    new = raycompat.NewTrials()
+    trials = ["a", "b"]
+    assert new.since_last(trials) == ["a", "b"]
+    trials.append("c")
+    assert new.since_last(trials) == ["c"]
+    assert new.since_last(trials) == []
