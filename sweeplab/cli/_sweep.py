@@ -137,6 +137,12 @@ def cmd_preview(args: argparse.Namespace) -> int:
     if plan is None and mode is TrialMode.WARM_SLOT:
         groups += "; at most: one slot per trial the cluster runs at once"
     console.print(f"[bold]trainer groups[/bold]: {groups}")
+    engine = (
+        "Ray Tune's controller (each trial needs a group of its own; --engine tune)"
+        if mode is TrialMode.GROUP_PER_TRIAL
+        else "sweeplab's trial loop (--engine tune runs it on Ray Tune's controller)"
+    )
+    console.print(f"[bold]engine[/bold]: {engine}")
     return EXIT_OK
 
 

@@ -39,9 +39,17 @@ def test_preview_prints_the_plan_and_starts_nothing(tmp_path: Path) -> None:
         "trials reaching it",
         "2 worker(s) x {1 CPU}",
         "concurrency",
+        "engine: sweeplab's trial loop",
     ):
         assert expected in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["toy.py"], "preview wrote files"
+
+
+def test_preview_names_tune_for_a_group_per_trial(tmp_path: Path) -> None:
+    spec = write_spec(tmp_path, GOOD + ", workers_per_trial=2, reuse_groups=False")
+    result = cli("preview", str(spec), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "engine: Ray Tune's controller (each trial needs a group of its own" in result.stdout
 
 
 BAD_SPECS = [
