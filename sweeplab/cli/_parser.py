@@ -64,8 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--engine",
         choices=("loop", "tune"),
         default=None,
-        help="what runs the trials: sweeplab's own trial loop (default; an elastic group runs "
-        "on Tune), or Ray Tune's controller",
+        help="what runs the trials: sweeplab's own trial loop (default; --resume keeps the "
+        "engine that ran the sweep), or Ray Tune's controller",
     )
 
     preview = sub.add_parser(

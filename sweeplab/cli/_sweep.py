@@ -97,7 +97,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
     rungs, budget, summary = trial_plan(
         sweep,
         concurrency=None if plan is None else plan.concurrency,
-        waiting_holds_nothing=mode.waiting_holds_nothing,
+        waiting_holds_nothing=True,  # the loop starts a trial's group only when it runs
     )
     trials = total_trials(sweep)
     group = plan.describe_group() if plan is not None else _describe_group(sweep, trials)
@@ -137,12 +137,10 @@ def cmd_preview(args: argparse.Namespace) -> int:
     if plan is None and mode is TrialMode.WARM_SLOT:
         groups += "; at most: one slot per trial the cluster runs at once"
     console.print(f"[bold]trainer groups[/bold]: {groups}")
-    engine = (
-        "Ray Tune's controller (each trial needs a group of its own; --engine tune)"
-        if mode is TrialMode.GROUP_PER_TRIAL
-        else "sweeplab's trial loop (--engine tune runs it on Ray Tune's controller)"
+    console.print(
+        "[bold]engine[/bold]: sweeplab's trial loop (--engine tune runs it on Ray Tune's "
+        "controller)"
     )
-    console.print(f"[bold]engine[/bold]: {engine}")
     return EXIT_OK
 
 
@@ -175,9 +173,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         fail_on_stall=args.fail_on_stall,
         engine=args.engine,
     )
-    from sweeplab.engine import choose_engine
-
-    choose_engine(apply_options(sweep, options), options)  # the loop refuses before anything
     if options.address is not None:
         from sweeplab.engine import check_address
 

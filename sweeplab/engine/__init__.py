@@ -3,7 +3,7 @@
 from sweeplab.engine._address import check_address
 from sweeplab.engine._callbacks import SweepCallback, TrialView
 from sweeplab.engine._display import make_console
-from sweeplab.engine._loop_sweep import ENGINES, check_loop_engine
+from sweeplab.engine._loop_sweep import ENGINES
 from sweeplab.engine._plan import ResourcePlan, local_nodes, plan_resources
 from sweeplab.engine._resolved import ResolvedSweep
 from sweeplab.engine._runner import (
@@ -37,7 +37,6 @@ __all__ = [
     "WarmStartPlan",
     "apply_options",
     "check_address",
-    "check_loop_engine",
     "choose_engine",
     "local_nodes",
     "make_console",

@@ -4,10 +4,10 @@ The trials train on warm slots (`slot_loop`: a one-worker trial in its slot's ho
 one in a Train group), and each trial event reaches the same sinks as under Tune: the loop's
 observer (`LoopSweepEvents`) tells the engine's `SweepEvents`, which tells the MLflow tracker
 (or, untracked, an in-memory ranking), the live table and the sweep's callbacks. A warm start's
-configs are suggested first, as under Tune. An elastic group runs on no warm slot and is refused
-before anything starts. A killed
-sweep resumes (``--resume``) from the loop's own snapshot (`_loop_state`), its trials' child runs
-found again and their results read back from each trial's ``result.json``. The stall watchdog
+configs are suggested first, as under Tune. A trial that needs a group of its own (an elastic
+group, ``reuse_groups=False``) starts one for each run. A killed sweep resumes (``--resume``)
+from the loop's own snapshot (`_loop_state`), its trials' child runs found again and their
+results read back from each trial's ``result.json``. The stall watchdog
 watches the loop's events as it watches Tune's, and looks at its clock whenever the backend's
 wait for the runs returns (at least every 5 s).
 """
@@ -25,9 +25,7 @@ from sweeplab.engine._outcome import SweepOutcome, finish_sweep
 from sweeplab.engine._search import build_search
 from sweeplab.engine._sinks import live, wire_sinks
 from sweeplab.engine._slot_backend import SlotBackend, slot_loop
-from sweeplab.engine._trial_mode import TrialMode
 from sweeplab.engine._tuner import write_json
-from sweeplab.errors import SpecError
 from sweeplab.loop import TERMINATED, LoopObserver, LoopTrial, TrialLoop
 
 if TYPE_CHECKING:
@@ -38,33 +36,13 @@ if TYPE_CHECKING:
     from sweeplab.engine._runner import SweepOptions
     from sweeplab.engine._warm import WarmStartPlan
     from sweeplab.engine._watchdog import StallWatchdog
-    from sweeplab.spec import Sweep
 
-__all__ = ["ENGINES", "LoopSweepEvents", "check_loop_engine", "run_on_loop"]
+__all__ = ["ENGINES", "LoopSweepEvents", "run_on_loop"]
 
 logger = logging.getLogger(__name__)
 
 # `SweepOptions.engine`: sweeplab's own trial loop (the default) or Ray Tune's controller.
 ENGINES = ("loop", "tune")
-
-
-def check_loop_engine(sweep: Sweep) -> None:
-    """Refuses what the loop engine does not run, before anything starts.
-
-    Raises:
-        SpecError: For a group per trial: an elastic group, or ``reuse_groups=False``.
-    """
-    workers = sweep.workers_per_trial
-    if not isinstance(workers, int):
-        raise SpecError(
-            "Sweep field `workers_per_trial` must be a number of workers with --engine loop: "
-            f"an elastic group {workers!r} runs on no warm slot."
-        )
-    if workers > 1 and not sweep.reuse_groups:
-        raise SpecError(
-            "Sweep field `reuse_groups` must be True with --engine loop: its trials run on "
-            "warm slots; a group per trial runs with --engine tune."
-        )
 
 
 class _TuneShaped:
@@ -268,7 +246,6 @@ def run_on_loop(
             resolved.sweep,
             storage=resolved.run_dir,
             slots=plan.concurrency,
-            in_process=resolved.trial_mode is TrialMode.IN_PROCESS,
             search=build_search(resolved.sweep, warm_start),
         ) as loop:
             snapshots = LoopSnapshots(resolved.run_dir)

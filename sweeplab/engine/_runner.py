@@ -17,7 +17,7 @@ from sweeplab.engine._address import check_address
 from sweeplab.engine._callbacks import SweepCallback
 from sweeplab.engine._driver import TrialSettings
 from sweeplab.engine._loop_state import STATE_FILE
-from sweeplab.engine._loop_sweep import ENGINES, check_loop_engine, run_on_loop
+from sweeplab.engine._loop_sweep import ENGINES, run_on_loop
 from sweeplab.engine._outcome import SweepOutcome, finish_sweep, rank_untracked
 from sweeplab.engine._plan import ResourcePlan, local_nodes, plan_resources
 from sweeplab.engine._resolved import ResolvedSweep
@@ -31,7 +31,6 @@ from sweeplab.engine._session import (
     tune_logs_without_tensorboard,
 )
 from sweeplab.engine._sinks import live, wire_sinks
-from sweeplab.engine._trial_mode import TrialMode
 from sweeplab.engine._tuner import build_tuner, slot_names, start_slots, write_json
 from sweeplab.engine._warm import WarmStartPlan, plan_warm_start
 from sweeplab.errors import SpecError, SweeplabError
@@ -55,10 +54,9 @@ class SweepOptions:
             times the longest such silence seen so far, at least 120 s.
         fail_on_stall: Whether such a stall ends the sweep with `SweepStalled` (the CLI
             exits 1) instead of waiting on.
-        engine: What runs the trials: ``"loop"``, sweeplab's own trial loop on warm slots, or
-            ``"tune"``, Ray Tune's controller (see ``docs/trials.md``). None (the default):
-            the loop, except for an elastic group, which only Tune runs; a resumed sweep runs
-            on the engine that ran it.
+        engine: What runs the trials: ``"loop"``, sweeplab's own trial loop, or ``"tune"``,
+            Ray Tune's controller (see ``docs/trials.md``). None (the default): the loop; a
+            resumed sweep runs on the engine that ran it.
     """
 
     spec_path: Path | None = None
@@ -107,46 +105,43 @@ def apply_options(sweep: Sweep, options: SweepOptions) -> Sweep:
 _RESUME_MARKS = {"tune": "tune", "loop": STATE_FILE}
 
 
+def latest_resumable(sweep_dir: Path, engine: str | None = None) -> tuple[Path, str] | None:
+    """The latest run folder of a sweep that an engine can resume (`engine`'s only, if given),
+    and that engine; None if there is none."""
+    marks = {name: mark for name, mark in _RESUME_MARKS.items() if engine in (None, name)}
+    marked = sorted(
+        (p, name)
+        for name, mark in marks.items()
+        for p in sweep_dir.glob("run-*")
+        if (p / mark).exists()
+    )
+    return marked[-1] if marked else None
+
+
 def _execution_dir(sweep_dir: Path, resume: bool, engine: str) -> Path:
     if resume:
-        mark = _RESUME_MARKS[engine]
-        candidates = sorted(p for p in sweep_dir.glob("run-*") if (p / mark).exists())
-        if not candidates:
+        found = latest_resumable(sweep_dir, engine)
+        if found is None:
             raise SpecError(
                 f"--resume: {sweep_dir} holds no interrupted sweep to resume "
                 "(run it once without --resume)."
             )
-        return candidates[-1]
+        return found[0]
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
     return sweep_dir / f"run-{stamp}"
 
 
 def choose_engine(sweep: Sweep, options: SweepOptions) -> str:
-    """The engine that runs `sweep` (with `options` applied): the one named, else the loop, and
-    Tune for a group per trial (an elastic group, or ``reuse_groups=False``). Resumed, it is
-    the engine of the latest run folder that either can resume (so a sweep started before the
-    loop was the default resumes on Tune).
-
-    Raises:
-        SpecError: The loop named for what it does not run (`check_loop_engine`).
-    """
-    engine = options.engine
-    if engine is None and options.resume:
-        sweep_dir = options.storage.expanduser().resolve() / sweep.name
-        marked = sorted(
-            (p.name, name)
-            for name, mark in _RESUME_MARKS.items()
-            for p in sweep_dir.glob("run-*")
-            if (p / mark).exists()
-        )
-        if marked:
-            engine = marked[-1][1]
-    if engine is None:
-        per_trial = ResolvedSweep.trial_mode_of(sweep) is TrialMode.GROUP_PER_TRIAL
-        engine = "tune" if per_trial else "loop"
-    if engine == "loop":
-        check_loop_engine(sweep)
-    return engine
+    """The engine that runs `sweep` (with `options` applied): the one named, else the loop.
+    Resumed, it is the engine of the latest run folder that either can resume (so a sweep
+    started on Tune resumes on Tune)."""
+    if options.engine is not None:
+        return options.engine
+    if options.resume:
+        found = latest_resumable(options.storage.expanduser().resolve() / sweep.name)
+        if found is not None:
+            return found[1]
+    return "loop"
 
 
 def _prepare_storage(path: Path) -> None:

@@ -2,11 +2,13 @@
 
 A warm slot (`sweeplab.engine.slots`) is a Ray Train ``TorchTrainer`` group that runs one trial
 after another; its host actor hands each step's aggregated report out and each rank the
-decision on it. `SlotBackend` drives the hosts straight from the loop, with no Tune trial in
-between: the loop's ``train`` of a trial's first iteration (or of one after a pause or a failure)
-starts a run on a free slot from the trial's latest checkpoint (after PBT's exploit, a copy of
-the donor's), ``train`` of any other
-iteration lets the run go on from the report it waits at, and ``end`` lets it leave there.
+decision on it. Where each trial needs a group of its own (``reuse_groups=False``, an elastic
+group) the backend starts a slot for each run and shuts it when the run leaves: the same host,
+with a group that serves one run. `SlotBackend` drives the hosts straight from the loop, with no
+Tune trial in between: the loop's ``train`` of a trial's first iteration (or of one after a pause
+or a failure) starts a run on a free slot from the trial's latest checkpoint (after PBT's exploit,
+a copy of the donor's), ``train`` of any other iteration lets the run go on from the report it
+waits at, and ``end`` lets it leave there.
 Everything it calls is Ray's public actor API (``ray.wait``, ``ray.get``, actor methods).
 
     TrialLoop --train/end--> SlotBackend --submit / next_event(decision)--> SlotHost --> ranks
@@ -26,7 +28,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sweeplab.engine._driver import _attempt_name as attempt_name
+from sweeplab.engine._resolved import ResolvedSweep
 from sweeplab.engine._session import pickle_spec_by_value
+from sweeplab.engine._trial_mode import TrialMode
 from sweeplab.engine.slots import (
     CONTINUE,
     LEAVE,
@@ -64,6 +68,8 @@ def slot_loop(
     A one-worker trial runs in its slot's host actor itself (`InProcessHost`: no trainer
     group, the worker's resources reserved by the host), as the engine runs one-worker trials
     in their Tune actor; `in_process` overrides that choice (False: a one-worker group).
+    Where each trial needs a group of its own (`TrialMode.GROUP_PER_TRIAL`) no slot starts on
+    entry: each run starts one, at most `slots` at once, and shuts it when it leaves.
     `search` replaces the search the sweep's strategy builds (a warm-started one).
 
     Raises:
@@ -71,8 +77,7 @@ def slot_loop(
             warm start).
     """
     workers = sweep.workers_per_trial
-    if not isinstance(workers, int):
-        raise ValueError("an elastic group (workers_per_trial=(min, max)) runs on no slot")
+    mode = ResolvedSweep.trial_mode_of(sweep)
     storage = Path(storage)
     loop = sweep_loop(
         sweep, _NoBackendYet(), workers=slots, budget_iterations=budget_iterations, search=search
@@ -80,7 +85,7 @@ def slot_loop(
     prefix = f"sweeplab-loop-{sweep.name}-{time.time_ns()}"
     pickle_spec_by_value(sweep)
     if in_process is None:
-        in_process = workers == 1
+        in_process = mode is TrialMode.IN_PROCESS
     if in_process and workers != 1:
         raise ValueError("only a one-worker trial runs in its slot's host (in_process)")
 
@@ -103,10 +108,12 @@ def slot_loop(
             storage=str(storage / "slots"),
         )
 
-    hosts = start(tuple(slot_name(prefix, i) for i in range(slots)))
+    per_run = mode is TrialMode.GROUP_PER_TRIAL
+    hosts = [] if per_run else start(tuple(slot_name(prefix, i) for i in range(slots)))
 
-    def replace(dead: Any) -> Any:
-        """A fresh slot for one whose host died (a one-worker trial's process killed)."""
+    def replace(dead: Any = None) -> Any:
+        """A fresh slot: for one whose host died (a one-worker trial's process killed), or
+        for one run of a trial that needs a group of its own."""
         (new,) = start((slot_name(f"{prefix}-r{len(hosts)}", 0),))
         hosts.append(new)
         return new
@@ -114,7 +121,9 @@ def slot_loop(
     try:
         loop.backend = SlotBackend(
             hosts,
-            replace_host=replace,
+            replace_host=None if per_run else replace,
+            new_group=replace if per_run else None,
+            capacity=slots,
             storage=storage / "trials",
             metric=sweep.metric,
             mode=sweep.mode,
@@ -176,6 +185,10 @@ class SlotBackend:
         clock: Seconds since some start (the loop's report times count from the first call).
         replace_host: Starts a slot in place of one whose host actor died (the process of an
             in-process slot killed); None: the dead slot is dropped.
+        new_group: Starts a slot for one run (a group per trial): given, `hosts` is empty,
+            each run gets a slot of its own, at most `capacity` at once, and its slot is shut
+            when the run leaves.
+        capacity: The most runs at once on slots of their own (`new_group`).
     """
 
     def __init__(
@@ -183,6 +196,8 @@ class SlotBackend:
         hosts: list[Any],
         *,
         replace_host: Callable[[Any], Any] | None = None,
+        new_group: Callable[[], Any] | None = None,
+        capacity: int = 0,
         storage: Path,
         metric: str,
         mode: str,
@@ -191,9 +206,11 @@ class SlotBackend:
         max_failures: int = 0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if not hosts:
-            raise ValueError("SlotBackend needs at least one slot")
+        if not hosts and (new_group is None or capacity < 1):
+            raise ValueError("SlotBackend needs at least one slot, or new_group and capacity")
         self._free = list(hosts)
+        self._new_group = new_group
+        self._capacity = capacity if new_group is not None else 0
         self._storage = Path(storage)
         self._fields = {
             "metric": metric,
@@ -255,7 +272,9 @@ class SlotBackend:
                 seconds, run.asked_at = now - run.asked_at, now
                 return BackendReport(run.trial, metrics, seconds, now - self._start)
             # "done" or "error": the run left its slot.
-            if run.host is not None:
+            if run.host is not None and self._new_group is not None:
+                close_slots([run.host], timeout_s=30.0)  # its group served this run only
+            elif run.host is not None:
                 self._free.append(run.host)
             if self._runs.get(run.trial) is run:
                 del self._runs[run.trial]
@@ -306,9 +325,9 @@ class SlotBackend:
     def _start_waiting(self) -> None:
         import ray
 
-        while self._waiting and self._free:
+        while self._waiting and (self._free or len(self._runs) < self._capacity):
             trial = self._waiting.popleft()
-            host = self._free.pop(0)
+            host = self._free.pop(0) if self._free else self._new_group()  # type: ignore[misc]
             refusal = ray.get(host.claim.remote(trial.trial_id))
             if refusal is not None:
                 raise RuntimeError(f"slot refused trial {trial.trial_id}: {refusal}")

@@ -45,11 +45,15 @@ def test_preview_prints_the_plan_and_starts_nothing(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["toy.py"], "preview wrote files"
 
 
-def test_preview_names_tune_for_a_group_per_trial(tmp_path: Path) -> None:
-    spec = write_spec(tmp_path, GOOD + ", workers_per_trial=2, reuse_groups=False")
+@pytest.mark.parametrize(
+    "extra", [", workers_per_trial=2, reuse_groups=False", ", workers_per_trial=(1, 2)"]
+)
+def test_a_group_per_trial_runs_on_the_loop(tmp_path: Path, extra: str) -> None:
+    spec = write_spec(tmp_path, GOOD + extra)
     result = cli("preview", str(spec), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "engine: Ray Tune's controller (each trial needs a group of its own" in result.stdout
+    assert "trainer groups: group-per-trial: a new trainer group per trial" in result.stdout
+    assert "engine: sweeplab's trial loop" in result.stdout
 
 
 BAD_SPECS = [
@@ -182,29 +186,16 @@ def test_warm_start_plan_is_printed_before_anything_starts(tmp_path: Path) -> No
     ]
 
 
-@pytest.mark.parametrize(
-    ("extra", "flags", "expected"),
-    [
-        ("", ["--resume"], "holds no interrupted sweep to resume"),
-        (", workers_per_trial=(1, 2)", [], "an elastic group (1, 2) runs on no warm slot"),
-        (
-            ", workers_per_trial=2, reuse_groups=False",
-            [],
-            "Sweep field `reuse_groups` must be True with --engine loop",
-        ),
-    ],
-)
-def test_what_the_loop_engine_does_not_run_yet_is_refused(
-    tmp_path: Path, extra: str, flags: list[str], expected: str
-) -> None:
+@pytest.mark.parametrize("engine", ["loop", "tune"])
+def test_resume_with_nothing_to_resume_is_refused(tmp_path: Path, engine: str) -> None:
     from refused import refused_line
 
     (tmp_path / "spec").mkdir()
-    spec = write_spec(tmp_path / "spec", GOOD + extra)
+    spec = write_spec(tmp_path / "spec", GOOD)
     work = tmp_path / "work"
     work.mkdir()
-    line = refused_line(["sweep", str(spec), "--engine", "loop", "--no-live", *flags], work)
-    assert expected in line
+    line = refused_line(["sweep", str(spec), "--engine", engine, "--no-live", "--resume"], work)
+    assert "holds no interrupted sweep to resume" in line
 
 
 def test_an_unknown_engine_is_refused(tmp_path: Path) -> None:

@@ -164,6 +164,50 @@ def test_a_restarted_group_continues_the_trial_from_its_latest_checkpoint(
     assert host.report(seq, 0, 5, 1, {"loss": 9.0}, None) == LEAVE
 
 
+@pytest.mark.parametrize(("world_size", "fails"), [(2, True), (1, False)])
+def test_an_elastic_resize_is_no_failure(tmp_path: Path, world_size: int, fails: bool) -> None:
+    """A new group at another size (an elastic group resized) goes on from the checkpoint
+    without counting against `max_failures`; one at the same size is a failure."""
+    host = _host()
+    host.claim("t1")
+    seq = host.submit("t1", _fields(tmp_path, max_failures=0))
+    assert host.next_assignment(0, 2, "w0") is not None
+    assert host.next_assignment(1, 2, "w1") is not None
+    taken: list[Any] = []
+    rank = threading.Thread(
+        target=lambda: taken.append(host.next_assignment(0, world_size, "w0-new")), daemon=True
+    )
+    rank.start()
+    rank.join(3)
+    if fails:
+        assert not taken, "a failed run was handed out again"
+        kind, message = host.next_event(seq, None)
+        assert kind == "error" and "restarted 1 times (max_failures)" in message
+        return
+    (again,) = taken
+    assert again is not None and again.seq == seq and again.generation == 1
+    # The resized group's one rank reports alone; the restart reaches the result.
+    threading.Thread(target=host.report, args=(seq, 1, 0, 0, {"loss": 1.0}, None)).start()
+    kind, (metrics, _) = host.next_event(seq, None)
+    assert kind == "report" and metrics["sweeplab_workers"] == 1
+    assert metrics["sweeplab_group_restarts"] == 1
+    host.stop(seq)
+
+
+def test_a_shut_slot_waits_for_its_group_to_exit() -> None:
+    host = _host()
+    exited = threading.Event()
+
+    def group() -> None:  # a rank that takes assignments until the slot closes
+        assert host.next_assignment(0, 1, "w0") is None
+        exited.set()
+
+    host._fit = threading.Thread(target=group)
+    host._fit.start()
+    assert host.shut(timeout_s=5) is True
+    assert exited.is_set()
+
+
 def test_reuse_groups_must_be_a_bool() -> None:
     from sweeplab.errors import SpecError
 

@@ -132,9 +132,10 @@ def test_fault_heals_from_checkpoint(
     """A worker failing mid-trial: the trial goes on from its latest checkpoint and the epoch
     counter continues where it stopped.
 
-    On a warm slot a `train_func` that raises fails its trial, which Tune retries from its
-    checkpoint while the slot serves on; a killed worker restarts the slot's group inside the
-    trial. With a group per trial (`reuse_groups=False`) Train restarts the trial's group."""
+    On a warm slot a `train_func` that raises fails its trial's run, which the loop retries
+    from its checkpoint while the slot serves on; a killed worker restarts the slot's group
+    inside the run. With a group per trial (`reuse_groups=False`) the retry starts a new group
+    of its own: no group restarted inside a run."""
     outcome = sweep(
         in_tmp,
         f'name="faulty", space={{"x": 0.5, "fail_at": 3, "marker_dir": "{in_tmp}", '
@@ -148,5 +149,5 @@ def test_fault_heals_from_checkpoint(
     # The epoch counter continues where the checkpoint left it: no epoch reported twice.
     assert [r["epoch"] for r in trial_rows] == [0, 1, 2, 3, 4, 5]
     assert {r["sweeplab_workers"] for r in trial_rows} == {workers}
-    group_restarted = workers == 2 and (fail_how == "sigkill" or not reuse)
+    group_restarted = workers == 2 and fail_how == "sigkill"
     assert trial_rows[-1].get("sweeplab_group_restarts", 0) == (1 if group_restarted else 0)

@@ -47,6 +47,7 @@ class _Run:
     stopped: bool = False
     latest_checkpoint: str | None = None
     restarts: int = 0
+    resizes: int = 0  # restarts of an elastic group at another size (no failure)
     ended: dict[int, Any] = dataclasses.field(default_factory=dict)  # rank -> outcome
     in_report: set[int] = dataclasses.field(default_factory=set)  # ranks waiting in `report`
     closed: bool = False  # the driver has been told how the run ended
@@ -62,7 +63,7 @@ class SlotHost:
         self,
         *,
         train_func: Callable[..., Any],
-        num_workers: int,
+        num_workers: int | tuple[int, int],
         use_gpu: bool,
         resources_per_worker: Mapping[str, float],
         placement_strategy: str,
@@ -71,7 +72,8 @@ class SlotHost:
         start_group: bool = True,
     ) -> None:
         """Starts the slot's trainer group in the background (`start_group=False`: the
-        caller drives the worker side itself, as the unit tests do)."""
+        caller drives the worker side itself, as the unit tests do). An elastic group
+        (`num_workers=(min, max)`) runs at the size Train gives it; the ranks say it."""
         self._cond = threading.Condition()
         self._owner: str | None = None
         self._pending: Assignment | None = None
@@ -79,7 +81,7 @@ class SlotHost:
         self._closing = False
         self._seq = 0
         self._workers: dict[int, str] = {}  # rank -> worker id that took the current run
-        self._world_size = num_workers
+        self._world_size = num_workers if isinstance(num_workers, int) else 0
         self._group_error: BaseException | None = None
         self._finished: dict[int, _Run] = {}  # the last few runs, for their drivers' last calls
         self.trials_run = 0
@@ -104,7 +106,7 @@ class SlotHost:
         self,
         *,
         train_func: Any,
-        num_workers: int,
+        num_workers: int | tuple[int, int],
         use_gpu: bool,
         resources_per_worker,
         placement_strategy: str,
@@ -236,11 +238,12 @@ class SlotHost:
     def next_assignment(self, rank: int, world_size: int, worker: str) -> Assignment | None:
         """Blocks until there is a run for this rank; None when the slot closes."""
         with self._cond:
-            self._world_size = world_size
             run = self._run
             if run is not None and self._workers.get(rank) not in (None, worker):
-                # A new worker process for a rank of a running trial: Train restarted the group.
-                self._restart_run(run)
+                # A new worker process for a rank of a running trial: Train restarted the group
+                # (at another size: an elastic group resized, which is no failure).
+                self._restart_run(run, resized=world_size != self._world_size)
+            self._world_size = world_size
             while True:
                 run = self._run
                 if run is not None and rank not in run.ended and self._workers.get(rank) is None:
@@ -264,8 +267,9 @@ class SlotHost:
                     return None
                 self._cond.wait(1.0)
 
-    def _restart_run(self, run: _Run) -> None:
+    def _restart_run(self, run: _Run, *, resized: bool = False) -> None:
         run.restarts += 1
+        run.resizes += resized
         self._workers = {}
         run.gathered.clear()
         run.ended.clear()
@@ -275,10 +279,8 @@ class SlotHost:
             run.awaiting = None
         if run.stopped:
             self._end_run(("done", None))
-        elif run.restarts > run.assignment.max_failures >= 0:
-            self._end_run(
-                ("error", f"its trainer group restarted {run.restarts} times (max_failures)")
-            )
+        elif (failures := run.restarts - run.resizes) > run.assignment.max_failures >= 0:
+            self._end_run(("error", f"its trainer group restarted {failures} times (max_failures)"))
         else:
             # The trial continues from its latest checkpoint in the restarted group.
             run.assignment = dataclasses.replace(
@@ -391,6 +393,18 @@ class SlotHost:
         with self._cond:
             self._closing = True
             self._cond.notify_all()
+
+    def shut(self, timeout_s: float = 30.0) -> bool:
+        """Closes the slot and waits until its trainer group has exited; whether it did.
+
+        A group of one run (`reuse_groups=False`, an elastic group) is shut so, before its
+        host is killed: its workers' resources are free for the next run's group, and Train's
+        controller ends cleanly (a killed one holds its resource request for minutes).
+        """
+        self.close()
+        if self._fit.is_alive():
+            self._fit.join(timeout_s)
+        return not self._fit.is_alive()
 
     def ready(self) -> bool:
         return True

@@ -29,7 +29,7 @@ def start_slots(
     *,
     names: tuple[str, ...],
     train_func: Callable[..., Any],
-    num_workers: int,
+    num_workers: int | tuple[int, int],
     use_gpu: bool,
     resources_per_worker: Mapping[str, float],
     placement_strategy: str,
@@ -101,11 +101,16 @@ def wait_until_ready(hosts: list[Any]) -> None:
 
 
 def close_slots(hosts: list[Any], timeout_s: float = 10.0) -> None:
-    """Lets each slot's workers return, then ends the hosts (and with them their groups)."""
+    """Lets each slot's workers return and its group exit (`SlotHost.shut`, up to `timeout_s`),
+    then ends the hosts."""
     import ray
 
     with contextlib.suppress(Exception):
-        ray.wait([h.close.remote() for h in hosts], num_returns=len(hosts), timeout=timeout_s)
+        ray.wait(
+            [h.shut.remote(timeout_s) for h in hosts],
+            num_returns=len(hosts),
+            timeout=timeout_s + 5,
+        )
     for host in hosts:
         with contextlib.suppress(Exception):
             ray.kill(host)
