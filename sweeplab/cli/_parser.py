@@ -64,8 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--engine",
         choices=("loop", "tune"),
         default=None,
-        help="what runs the trials: sweeplab's own trial loop (default; --resume keeps the "
-        "engine that ran the sweep), or Ray Tune's controller",
+        help="what runs the trials: sweeplab's own trial loop (default), or Ray Tune's "
+        "controller (the default for a configured PBT or PB2 scheduler object; --resume keeps "
+        "the engine that ran the sweep)",
     )
 
     preview = sub.add_parser(

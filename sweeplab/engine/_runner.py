@@ -55,7 +55,8 @@ class SweepOptions:
         fail_on_stall: Whether such a stall ends the sweep with `SweepStalled` (the CLI
             exits 1) instead of waiting on.
         engine: What runs the trials: ``"loop"``, sweeplab's own trial loop, or ``"tune"``,
-            Ray Tune's controller (see ``docs/trials.md``). None (the default): the loop; a
+            Ray Tune's controller (see ``docs/trials.md``). None (the default): the loop,
+            except for a configured PBT or PB2 scheduler object, which only Tune runs; a
             resumed sweep runs on the engine that ran it.
     """
 
@@ -132,16 +133,26 @@ def _execution_dir(sweep_dir: Path, resume: bool, engine: str) -> Path:
 
 
 def choose_engine(sweep: Sweep, options: SweepOptions) -> str:
-    """The engine that runs `sweep` (with `options` applied): the one named, else the loop.
-    Resumed, it is the engine of the latest run folder that either can resume (so a sweep
-    started on Tune resumes on Tune)."""
-    if options.engine is not None:
-        return options.engine
-    if options.resume:
+    """The engine that runs `sweep` (with `options` applied): the one named, else the loop, and
+    Tune for a configured PBT or PB2 scheduler object (it exploits through Tune's controller;
+    ``scheduler="pbt"`` runs on the loop). Resumed, it is the engine of the latest run folder
+    that either can resume (so a sweep started on Tune resumes on Tune).
+
+    Raises:
+        SpecError: The loop named for a configured PBT or PB2 object.
+    """
+    from sweeplab.loop import simulation_rule_break
+
+    engine = options.engine
+    if engine is None and options.resume:
         found = latest_resumable(options.storage.expanduser().resolve() / sweep.name)
-        if found is not None:
-            return found[1]
-    return "loop"
+        engine = None if found is None else found[1]
+    refused = simulation_rule_break(sweep, planned=True)  # the engine plans a warm start
+    if engine is None:
+        engine = "loop" if refused is None else "tune"
+    if engine == "loop" and refused is not None:
+        raise refused.error()
+    return engine
 
 
 def _prepare_storage(path: Path) -> None:

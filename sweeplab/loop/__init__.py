@@ -11,11 +11,12 @@ curve, and `sweeplab.engine.slot_loop` on warm slots of a Ray cluster (Ray Train
 from __future__ import annotations
 
 from sweeplab.loop._backend import BackendReport, TrialBackend
+from sweeplab.loop._dicts import flatten_result, merge_suggestion
 from sweeplab.loop._loop import LoopReport, TrialLoop
 from sweeplab.loop._observer import LoopObserver
 from sweeplab.loop._pbt import LoopPBT
 from sweeplab.loop._source import TrialSource
-from sweeplab.loop._strategy import sweep_loop
+from sweeplab.loop._strategy import simulation_rule_break, sweep_loop
 from sweeplab.loop._trial import (
     CONTINUE,
     PAUSE,
@@ -43,5 +44,8 @@ __all__ = [
     "TrialBackend",
     "TrialLoop",
     "TrialSource",
+    "flatten_result",
+    "merge_suggestion",
+    "simulation_rule_break",
     "sweep_loop",
 ]

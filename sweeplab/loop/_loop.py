@@ -44,6 +44,7 @@ from typing import Any
 from sweeplab._numbers import diverged
 from sweeplab.errors import SweeplabError
 from sweeplab.loop._backend import TrialBackend
+from sweeplab.loop._dicts import flatten_result
 from sweeplab.loop._observer import LoopObserver
 from sweeplab.loop._source import TrialSource
 from sweeplab.loop._trial import (
@@ -57,7 +58,6 @@ from sweeplab.loop._trial import (
     LoopTrial,
 )
 from sweeplab.pareto import Objective
-from sweeplab.raycompat import tune_flattener
 
 __all__ = ["LoopReport", "TrialLoop"]
 
@@ -109,7 +109,7 @@ class TrialLoop:
         max_failures: int = 0,
         release_ended: bool = False,
     ) -> None:
-        self._flatten = tune_flattener()
+        self._flatten = flatten_result
         self.scheduler = scheduler
         self.source = source
         self.backend = backend

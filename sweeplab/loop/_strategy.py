@@ -25,11 +25,11 @@ from typing import Any
 
 from sweeplab.errors import SpecError
 from sweeplab.loop._backend import TrialBackend
+from sweeplab.loop._dicts import merge_suggestion
 from sweeplab.loop._loop import TrialLoop
 from sweeplab.loop._pbt import LoopPBT
 from sweeplab.loop._source import TrialSource
 from sweeplab.pareto import Objective
-from sweeplab.raycompat import tune_merge
 from sweeplab.space import TuneSearch
 from sweeplab.strategies import (
     PBT_QUANTILE_FRACTION,
@@ -170,7 +170,7 @@ class SearcherSource:
             return None
         self._pending_id = None
         self.made += 1
-        return trial_id, tune_merge(self.param_space, copy.deepcopy(suggested))
+        return trial_id, merge_suggestion(self.param_space, copy.deepcopy(suggested))
 
     def _new_id(self) -> str:
         trial_id = f"{self._prefix}_{self._next_id:05d}"

@@ -86,8 +86,6 @@ from sweeplab.raycompat._tune import (
     rewire_restored_tuner,
     trial_error_text,
     trial_restore_checkpoint,
-    tune_flattener,
-    tune_merge,
 )
 
 if TYPE_CHECKING:
@@ -140,8 +138,6 @@ __all__ = [
     "transform_reported_metrics",
     "trial_error_text",
     "trial_restore_checkpoint",
-    "tune_flattener",
-    "tune_merge",
 ]
 
 PRIVATE_USES: tuple[PrivateUse, ...] = (

@@ -25,30 +25,9 @@ __all__ = [
     "rewire_restored_tuner",
     "trial_error_text",
     "trial_restore_checkpoint",
-    "tune_flattener",
-    "tune_merge",
 ]
 
 USES: tuple[PrivateUse, ...] = (
-    PrivateUse(
-        "ray.tune.utils.util",
-        "flatten_dict",
-        ("dt",),
-        "the simulator flattens a trial's config and results into Tune's `a/b` keys, as Tune "
-        "does before a searcher or scheduler sees them; the function is marked deprecated and "
-        "has no public replacement",
-        purpose="essential",
-        feature="the simulator's Tune-like configs and results",
-    ),
-    PrivateUse(
-        "ray.tune.utils.util",
-        "merge_dicts",
-        ("d1", "d2"),
-        "the simulator merges a searcher's suggestion into the param space as Tune's "
-        "`SearchGenerator` does; the function is marked deprecated",
-        purpose="essential",
-        feature="the simulator's Tune-like configs and results",
-    ),
     PrivateUse(
         "ray.tune.trainable",
         "wrap_function",
@@ -282,27 +261,6 @@ def forget_trial_statistics(trial: Any) -> None:
         # Setting them through the object drops its cached JSON too.
         metadata.metric_analysis = {}
         metadata.metric_n_steps = {}
-
-
-# --- Tune's dicts, for the simulator -----------------------------------------------------
-
-
-def tune_flattener() -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """Tune's function that gives a nested dict `a/b` keys, as Tune flattens a trial's config
-    and results (returned, not wrapped: the simulator calls it for every result)."""
-    from ray.tune.utils.util import flatten_dict
-
-    flatten: Callable[[dict[str, Any]], dict[str, Any]] = flatten_dict
-    return flatten
-
-
-def tune_merge(base: dict[str, Any], suggested: dict[str, Any]) -> dict[str, Any]:
-    """`suggested` merged into a copy of `base`, as Tune merges a searcher's suggestion into
-    the param space."""
-    from ray.tune.utils.util import merge_dicts
-
-    merged: dict[str, Any] = merge_dicts(base, suggested)
-    return merged
 
 
 class NewTrials:

@@ -186,6 +186,39 @@ def test_warm_start_plan_is_printed_before_anything_starts(tmp_path: Path) -> No
     ]
 
 
+# A configured PBT object: it exploits through Tune's controller, so only Tune runs it.
+TUNE_PBT = (
+    'name="toy", space={"x": uniform(0, 1)}, metric="loss", mode="min", num_trials=4, '
+    "max_iterations=4, scheduler=__import__('ray.tune.schedulers', fromlist=['_'])"
+    '.PopulationBasedTraining(perturbation_interval=2, hyperparam_mutations={"x": [0.1, 0.9]})'
+)
+
+
+def test_a_configured_pbt_object_runs_on_tune(tmp_path: Path) -> None:
+    from sweeplab.engine import SweepOptions, choose_engine
+    from sweeplab.spec import load_spec
+
+    spec = write_spec(tmp_path, TUNE_PBT)
+    result = cli("preview", str(spec), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "engine: Ray Tune's controller (a configured PBT or PB2 scheduler" in result.stdout
+    assert choose_engine(load_spec(spec), SweepOptions()) == "tune"
+    named_pbt = load_spec(write_spec(tmp_path, GOOD.replace('"asha"', '"pbt"'), name="named"))
+    assert choose_engine(named_pbt, SweepOptions()) == "loop"
+
+
+def test_the_loop_named_for_a_configured_pbt_object_is_refused(tmp_path: Path) -> None:
+    from refused import refused_line
+
+    (tmp_path / "spec").mkdir()
+    spec = write_spec(tmp_path / "spec", TUNE_PBT)
+    work = tmp_path / "work"
+    work.mkdir()
+    line = refused_line(["sweep", str(spec), "--engine", "loop", "--no-live"], work)
+    assert "Sweep field `scheduler`" in line
+    assert "cannot run in the trial loop as a configured object" in line
+
+
 @pytest.mark.parametrize("engine", ["loop", "tune"])
 def test_resume_with_nothing_to_resume_is_refused(tmp_path: Path, engine: str) -> None:
     from refused import refused_line

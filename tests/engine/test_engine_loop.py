@@ -278,10 +278,7 @@ def test_the_stall_watchdog_watches_a_loop_sweep(
 
 @pytest.mark.timeout(900)
 def test_a_killed_loop_sweep_resumes_from_its_snapshot(in_tmp: Path) -> None:
-    import signal
-    import time
-
-    from test_engine_resume import _stop_orphans
+    from test_engine_resume import _stop_orphans, kill_when
     from toy_spec import write_spec
 
     spec = write_spec(
@@ -298,21 +295,19 @@ def test_a_killed_loop_sweep_resumes_from_its_snapshot(in_tmp: Path) -> None:
         command, cwd=in_tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True,
     )  # fmt: skip
+
+    def ended() -> list[str]:
+        """The trials whose six reports are on disk."""
+        results = in_tmp.glob("sweeplab-runs/killed/run-*/trials/*/result.json")
+        return [p.parent.name for p in results if len(p.read_text().splitlines()) >= 6]
+
+    def snapshot() -> bool:
+        return bool(list(in_tmp.glob("sweeplab-runs/killed/run-*/loop_state.pkl")))
+
     # Killed once some trials have ended and a snapshot is on disk, before the sweep ends.
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
-        results = list(in_tmp.glob("sweeplab-runs/killed/run-*/trials/*/result.json"))
-        done = [p.parent.name for p in results if len(p.read_text().splitlines()) >= 6]
-        ended = len(done)
-        if ended >= 2 and list(in_tmp.glob("sweeplab-runs/killed/run-*/loop_state.pkl")):
-            break
-        time.sleep(0.2)
-    else:
-        driver.kill()
-        pytest.fail("the sweep never ended a trial")
-    os.kill(driver.pid, signal.SIGKILL)
-    driver.wait(timeout=30)
-    assert ended < 6, "the sweep had finished before the kill: nothing left to resume"
+    kill_when(driver, lambda: len(ended()) >= 2 and snapshot(), "the sweep never ended a trial")
+    done = ended()
+    assert len(done) < 6, "the sweep had finished before the kill: nothing left to resume"
     _stop_orphans(driver.pid)
 
     resumed = subprocess.run(

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -48,23 +49,17 @@ def test_resume_after_sigkill_finishes_the_sweep(in_tmp: Path) -> None:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    # Kill the driver once the first trials have reported, before the sweep can finish.
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
-        # Tune's progress.csv (a header line) or the loop engine's result.json of each trial.
-        runs = in_tmp / "sweeplab-runs" / "killed"
+    runs = in_tmp / "sweeplab-runs" / "killed"
+
+    def reported() -> int:
+        """Reports on disk: Tune's progress.csv (a header line) or the loop's result.json."""
         tune = [len(p.read_text().splitlines()) - 1 for p in runs.glob("run-*/tune/*/progress.csv")]
         loop = [len(p.read_text().splitlines()) for p in runs.glob("run-*/trials/*/result.json")]
-        reported = sum(tune) + sum(loop)
-        if reported >= 4:
-            break
-        time.sleep(0.5)
-    else:
-        driver.kill()
-        pytest.fail("the sweep never reported")
-    os.kill(driver.pid, signal.SIGKILL)
-    driver.wait(timeout=30)
-    assert reported < 4 * 8, "the sweep had finished before the kill: nothing left to resume"
+        return sum(tune) + sum(loop)
+
+    # Kill the driver once the first trials have reported, before the sweep can finish.
+    kill_when(driver, lambda: reported() >= 4, "the sweep never reported")
+    assert reported() < 4 * 8, "the sweep had finished before the kill: nothing left to resume"
     # What the killed driver's Ray left behind is stopped, as a crashed machine would leave it.
     # Only that Ray: `ray stop` would also stop this test session's Ray and everyone else's.
     _stop_orphans(driver.pid)
@@ -89,6 +84,21 @@ def test_resume_after_sigkill_finishes_the_sweep(in_tmp: Path) -> None:
         history = client.get_metric_history(run.info.run_id, "loss")
         steps = sorted(m.step for m in history)
         assert steps == list(range(1, 9)), f"{run.data.tags['sweeplab.trial_id']}: {steps}"
+
+
+def kill_when(
+    driver: subprocess.Popen[bytes], ready: Callable[[], bool], never: str, within_s: float = 240
+) -> None:
+    """SIGKILLs `driver` once `ready()` holds (polled), or fails the test with `never` if it
+    does not within `within_s`."""
+    deadline = time.monotonic() + within_s
+    while not ready():
+        if time.monotonic() > deadline:
+            driver.kill()
+            pytest.fail(never)
+        time.sleep(0.2)
+    os.kill(driver.pid, signal.SIGKILL)
+    driver.wait(timeout=30)
 
 
 def _stop_orphans(driver_pid: int) -> None:

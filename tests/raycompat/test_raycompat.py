@@ -207,11 +207,11 @@ def test_no_module_outside_raycompat_imports_a_private() -> None:
 def test_a_private_import_is_found() -> None:
     source = (
         "from mlflow.utils.uri import append_to_uri_path\nfrom ray.tune import Tuner\n"
-        "from ray.tune.utils.util import flatten_dict\n"
+        "from ray.tune.trainable import wrap_function\n"
     )
     assert _private_imports(source) == {
         ("mlflow.utils.uri", "append_to_uri_path"),
-        ("ray.tune.utils.util", "flatten_dict"),
+        ("ray.tune.trainable", "wrap_function"),
     }
 
 
