@@ -71,9 +71,9 @@ def wait_until_ready(hosts: list[Any]) -> None:
     """Waits until each slot's host has started.
 
     A host that reserves resources (an in-process slot's CPU) waits while something else holds
-    them. Most often that is a placement group orphaned by an earlier sweep's slot on the same
-    Ray (see `sweeplab.engine._orphans`): such groups are removed every few seconds while the
-    hosts wait, and after 30 s the wait is said in one warning line.
+    them: another sweep on the same Ray, or a placement group orphaned by a killed sweep's slot
+    or a lost node (see `sweeplab.engine._orphans`). Orphaned groups are removed every few
+    seconds while the hosts wait, and after 30 s the wait is said in one warning line.
     """
     import ray
 
