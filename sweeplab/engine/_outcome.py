@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +15,7 @@ from sweeplab.spec import Sweep
 
 if TYPE_CHECKING:
     from sweeplab.engine._sinks import Sinks
-    from sweeplab.tracking import SweepSummary
+    from sweeplab.tracking import SweepSummary, TrialRecord
 
 __all__ = ["SweepOutcome", "finish_sweep", "rank_untracked", "write_best_config"]
 
@@ -64,11 +65,30 @@ def finish_sweep(
         trials=trials,
         diverged=sum(1 for trial in summary.trials if trial.status == "diverged"),
         warm_start=warm_start,
-        warnings=tuple(w for w in [sinks.table.data_wait_warning()] if w),
+        warnings=tuple(
+            w for w in [sinks.table.data_wait_warning(), unreported_warning(summary.trials)] if w
+        ),
     )
     for callback in sinks.callbacks:
         callback.on_sweep_end(outcome)
     return outcome
+
+
+def unreported_warning(trials: Sequence[TrialRecord]) -> str | None:
+    """The warning for trials that finished without a single report, or None.
+
+    Such a trial's ``train_func`` returned without calling ``ray.train.report``: most often it
+    reports with ``ray.tune.report``, which reaches Ray Tune's controller only and is a silent
+    no-op anywhere else. The trial has nothing to rank, so the sweep says so.
+    """
+    silent = [t for t in trials if t.status == "finished" and t.iterations == 0]
+    if not silent:
+        return None
+    return (
+        f"{len(silent)} of {len(trials)} trial(s) finished without a report (e.g. "
+        f"{silent[0].trial_id}): train_func must report with `ray.train.report`; "
+        "`ray.tune.report` reaches only Ray Tune's controller (--engine tune)."
+    )
 
 
 def rank_untracked(resolved: ResolvedSweep, results: Any) -> SweepSummary:

@@ -226,6 +226,28 @@ def test_the_time_budget_ends_a_loop_sweep(in_tmp: Path) -> None:
     assert outcome.best is not None
 
 
+def test_a_trial_that_reports_through_tune_report_is_said(in_tmp: Path) -> None:
+    """`ray.tune.report` is a no-op outside Tune's controller: the loop's trials finish with no
+    report, and the sweep says so in one warning instead of ranking nothing in silence."""
+    spec = in_tmp / "tune_report.py"
+    spec.write_text(
+        "from ray import tune\nimport sweeplab\nfrom sweeplab import uniform\n\n"
+        "def train_func(config):\n"
+        "    for step in range(3):\n"
+        "        tune.report({'loss': config['x'] + step})\n\n"
+        "sweep = sweeplab.Sweep(name='tune-report', train_func=train_func,\n"
+        "    space={'x': uniform(0, 1)}, metric='loss', mode='min', num_trials=2,\n"
+        "    max_iterations=3)\n"
+    )
+    options = SweepOptions(spec_path=spec, storage=in_tmp / "runs", live=False, track=False)
+    outcome = run_sweep(load_spec(spec), options)
+    assert outcome.errored == 0 and outcome.best is not None
+    assert outcome.best["trial_id"] is None, "a trial without a report was picked"
+    (warning,) = [w for w in outcome.warnings if "without a report" in w]
+    assert warning.startswith("2 of 2 trial(s) finished without a report")
+    assert "`ray.train.report`" in warning and "--engine tune" in warning
+
+
 STUCK = """
 import time
 
