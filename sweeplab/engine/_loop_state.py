@@ -117,6 +117,12 @@ def restore_loop(loop: TrialLoop, run_dir: Path, trials_dir: Path) -> dict[Any, 
         )
     with path.open("rb") as file:
         state = cloudpickle.load(file)
+    # A driver killed while it wrote: a snapshot's temporary file left (the snapshot itself is
+    # the previous one, whole), or the journal's last line cut short, which the lines this
+    # sweep appends next would follow on the same line, unreadable.
+    for temporary in path.parent.glob(f".{STATE_FILE}.*.tmp"):
+        temporary.unlink(missing_ok=True)
+    _cut_to_whole_lines(Path(run_dir) / ENDED_FILE)
     loop.scheduler = state["scheduler"]
     loop.source = state["source"]
     ended = _ended_trials(Path(run_dir) / ENDED_FILE, loop)
@@ -180,14 +186,34 @@ def _ended_record(entry: dict[str, Any], loop: TrialLoop, outcome: str) -> LoopT
 
 def _json_lines(path: Path) -> list[dict[str, Any]]:
     """The JSON lines of `path` (a journal, a trial's results), up to one cut short by a kill."""
-    entries: list[dict[str, Any]] = []
+    return [entry for entry, _ in _whole_lines(path)]
+
+
+def _whole_lines(path: Path) -> list[tuple[dict[str, Any], str]]:
+    """Each whole JSON line of `path` and its text, up to the first that is not (cut short by
+    a kill: one without its newline, or one that does not parse)."""
+    lines: list[tuple[dict[str, Any], str]] = []
     if path.exists():
-        for line in path.read_text().splitlines():
+        for line in path.read_text().splitlines(keepends=True):
             try:
-                entries.append(json.loads(line))
+                entry = json.loads(line)
             except ValueError:
                 break
-    return entries
+            if not line.endswith("\n"):
+                break
+            lines.append((entry, line))
+    return lines
+
+
+def _cut_to_whole_lines(path: Path) -> None:
+    """Cuts `path` after its last whole JSON line (atomically), if anything follows it."""
+    if not path.exists():
+        return
+    kept = "".join(text for _, text in _whole_lines(path))
+    if kept != path.read_text():
+        temporary = path.with_name(f".{path.name}.tmp")
+        temporary.write_text(kept)
+        os.replace(temporary, path)
 
 
 def lost_trials(run_dir: Path, loop: TrialLoop) -> list[LoopTrial]:
