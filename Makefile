@@ -62,7 +62,7 @@ bench-search: $(STAMP)
 bench-search-ray: $(STAMP)
 	$(BIN)/python -m benchmarks.search.agree
 
-## The fast tier and a slow smoke (the simulator against real sweeps, the quickstart experiment)
+## The fast tier and a slow smoke (the simulator against real sweeps on both engines, the quickstart)
 ## on another Ray release the pin allows, in a venv of its own: `make test-ray RAY=2.59.0`.
 RAY ?= 2.59.0
 RAY_VENV := .venv-ray-$(RAY)
@@ -74,7 +74,8 @@ test-ray:
 	$(RAY_VENV)/bin/python -c 'import ray; assert ray.__version__ == "$(RAY)", ray.__version__'
 	$(RAY_VENV)/bin/python -m pytest -m "not slow and not browser" -q -p no:cacheprovider
 	$(RAY_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/simulate/test_faithful.py \
-		tests/test_experiments.py -k "faithful or quickstart"
+		tests/simulate/test_faithful_loop.py tests/test_experiments.py \
+		-k "faithful or decide_alike or quickstart"
 
 clean:
 	rm -rf $(VENV) .venv-ray-* sweeplab-runs mlflow.db mlruns .mypy_cache .pytest_cache .ruff_cache
