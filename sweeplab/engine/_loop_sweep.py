@@ -206,13 +206,7 @@ def run_on_loop(
     from sweeplab.engine._watchdog import StallWatchdog
     from sweeplab.tracking import UntrackedRanking
 
-    sinks = wire_sinks(
-        resolved,
-        track=options.track,
-        callbacks=options.callbacks,
-        stall_timeout_s=options.stall_timeout_s,
-        fail_on_stall=options.fail_on_stall,
-    )
+    sinks = wire_sinks(resolved, options)
     watchdog = next(c for c in sinks.tune_callbacks if isinstance(c, StallWatchdog))
     reaper = next(c for c in sinks.tune_callbacks if isinstance(c, OrphanGroupReaper))
     tracker = sinks.tracker

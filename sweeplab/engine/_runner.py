@@ -229,13 +229,7 @@ def _run_on_ray(
     started: float,
     warm_start: WarmStartPlan | None = None,
 ) -> SweepOutcome:
-    sinks = wire_sinks(
-        resolved,
-        track=options.track,
-        callbacks=options.callbacks,
-        stall_timeout_s=options.stall_timeout_s,
-        fail_on_stall=options.fail_on_stall,
-    )
+    sinks = wire_sinks(resolved, options)
     tracker = sinks.tracker
     status = "FAILED"
     hosts: list[Any] = []

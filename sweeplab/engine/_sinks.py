@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from sweeplab.engine._callbacks import SweepCallback
@@ -17,6 +17,7 @@ from sweeplab.engine._resolved import ResolvedSweep
 
 if TYPE_CHECKING:
     from sweeplab.engine._events import SweepEvents
+    from sweeplab.engine._runner import SweepOptions
     from sweeplab.tracking import SweepTracker
 
 __all__ = ["Sinks", "live", "tracker_for", "wire_sinks"]
@@ -72,22 +73,19 @@ class Sinks:
     tune_callbacks: tuple[Any, ...]
 
 
-def wire_sinks(
-    resolved: ResolvedSweep,
-    *,
-    track: bool,
-    callbacks: Sequence[SweepCallback],
-    stall_timeout_s: float | None = None,
-    fail_on_stall: bool = False,
-) -> Sinks:
-    """Makes the sinks of `resolved` and the Tune callbacks that feed them.
+def wire_sinks(resolved: ResolvedSweep, options: SweepOptions) -> Sinks:
+    """Makes the sinks of `resolved` and the Tune callbacks that feed them, as `options` asks:
+    a tracker if ``options.track``, and ``options.callbacks`` after the live table.
 
     The tracker is not started: the caller starts it (`SweepTracker.start`) before the sweep
     runs, and finishes it after.
 
-    The stall watchdog (`StallWatchdog`) is one of the Tune callbacks: `stall_timeout_s` is its
-    fixed limit (None: adaptive), and with `fail_on_stall` a stall ends the sweep.
+    The stall watchdog (`StallWatchdog`) is one of the Tune callbacks: ``options.stall_timeout_s``
+    is its fixed limit (None: adaptive), and with ``options.fail_on_stall`` a stall ends the
+    sweep.
     """
+    track, callbacks = options.track, options.callbacks
+    stall_timeout_s, fail_on_stall = options.stall_timeout_s, options.fail_on_stall
     from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
     from sweeplab.engine._events import SweepEvents
