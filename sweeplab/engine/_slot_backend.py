@@ -21,6 +21,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import itertools
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -111,18 +112,24 @@ def slot_loop(
     per_run = mode is TrialMode.GROUP_PER_TRIAL
     hosts = [] if per_run else start(tuple(slot_name(prefix, i) for i in range(slots)))
 
-    def replace(dead: Any = None) -> Any:
-        """A fresh slot: for one whose host died (a one-worker trial's process killed), or
-        for one run of a trial that needs a group of its own."""
+    def replace(dead: Any) -> Any:
+        """A fresh slot for one whose host died (a one-worker trial's process killed)."""
         (new,) = start((slot_name(f"{prefix}-r{len(hosts)}", 0),))
         hosts.append(new)
+        return new
+
+    runs = itertools.count()
+
+    def new_group() -> Any:
+        """A slot for one run of a trial that needs a group of its own (the backend shuts it)."""
+        (new,) = start((slot_name(f"{prefix}-run{next(runs)}", 0),))
         return new
 
     try:
         loop.backend = SlotBackend(
             hosts,
             replace_host=None if per_run else replace,
-            new_group=replace if per_run else None,
+            new_group=new_group if per_run else None,
             capacity=slots,
             storage=storage / "trials",
             metric=sweep.metric,
@@ -134,7 +141,7 @@ def slot_loop(
         yield loop
     finally:
         loop.close()
-        close_slots(hosts)
+        close_slots([*hosts, *getattr(loop.backend, "open_groups", [])])
 
 
 def _nothing() -> None:
@@ -211,6 +218,8 @@ class SlotBackend:
         self._free = list(hosts)
         self._new_group = new_group
         self._capacity = capacity if new_group is not None else 0
+        # The slots started for one run each (`new_group`) and not shut yet.
+        self.open_groups: list[Any] = []
         self._storage = Path(storage)
         self._fields = {
             "metric": metric,
@@ -274,6 +283,7 @@ class SlotBackend:
             # "done" or "error": the run left its slot.
             if run.host is not None and self._new_group is not None:
                 close_slots([run.host], timeout_s=30.0)  # its group served this run only
+                self.open_groups.remove(run.host)
             elif run.host is not None:
                 self._free.append(run.host)
             if self._runs.get(run.trial) is run:
@@ -320,6 +330,8 @@ class SlotBackend:
 
         with contextlib.suppress(Exception):
             ray.kill(host)
+        if host in self.open_groups:  # a run's own slot: the next run starts another
+            self.open_groups.remove(host)
         return self._replace_host(host) if self._replace_host is not None else None
 
     def _start_waiting(self) -> None:
@@ -327,7 +339,11 @@ class SlotBackend:
 
         while self._waiting and (self._free or len(self._runs) < self._capacity):
             trial = self._waiting.popleft()
-            host = self._free.pop(0) if self._free else self._new_group()  # type: ignore[misc]
+            if self._free:
+                host = self._free.pop(0)
+            else:
+                host = self._new_group()  # type: ignore[misc]
+                self.open_groups.append(host)
             refusal = ray.get(host.claim.remote(trial.trial_id))
             if refusal is not None:
                 raise RuntimeError(f"slot refused trial {trial.trial_id}: {refusal}")

@@ -113,6 +113,8 @@ def test_ddp_losses_are_the_same_with_and_without_reuse(ray_local: None, in_tmp:
 
     Two trials run one after the other on the slot; the second one, on the reused process
     group, runs again in a group of its own."""
+    import ray
+
     from sweeplab.engine import SweepOptions, run_sweep
     from sweeplab.spec import load_spec
 
@@ -126,11 +128,17 @@ def test_ddp_losses_are_the_same_with_and_without_reuse(ray_local: None, in_tmp:
                 'searcher="grid"', 'searcher="random"'
             )  # the one trial of that lr
         spec.write_text(source)
+        groups_before = set(ray.util.placement_group_table())
         outcome = run_sweep(
             load_spec(spec),
             SweepOptions(spec_path=spec, storage=in_tmp / "runs", live=False, track=False),
         )
         assert outcome.errored == 0, trial_errors(outcome)
+        # Every slot's group exited cleanly, its placement group removed: the warm slots' at
+        # the sweep's end, each run's own slot's when its run left.
+        table = ray.util.placement_group_table()
+        left = {pg: table[pg]["state"] for pg in set(table) - groups_before}
+        assert set(left.values()) <= {"REMOVED"}, left
         by_trial = results(outcome)
         losses[reuse] = {rows[0]["lr"]: [r["loss"] for r in rows] for rows in by_trial.values()}
         if reuse:  # the trial loop numbers its trials in the order it makes them
