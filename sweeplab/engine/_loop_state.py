@@ -186,34 +186,40 @@ def _ended_record(entry: dict[str, Any], loop: TrialLoop, outcome: str) -> LoopT
 
 def _json_lines(path: Path) -> list[dict[str, Any]]:
     """The JSON lines of `path` (a journal, a trial's results), up to one cut short by a kill."""
-    return [entry for entry, _ in _whole_lines(path)]
+    text = path.read_text() if path.exists() else ""
+    return [entry for entry, _ in _whole_lines(text)]
 
 
-def _whole_lines(path: Path) -> list[tuple[dict[str, Any], str]]:
-    """Each whole JSON line of `path` and its text, up to the first that is not (cut short by
+def _whole_lines(text: str) -> list[tuple[dict[str, Any], str]]:
+    """Each whole JSON line of `text` and its text, up to the first that is not (cut short by
     a kill: one without its newline, or one that does not parse)."""
     lines: list[tuple[dict[str, Any], str]] = []
-    if path.exists():
-        for line in path.read_text().splitlines(keepends=True):
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                break
-            if not line.endswith("\n"):
-                break
-            lines.append((entry, line))
+    for line in text.splitlines(keepends=True):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            break
+        if not line.endswith("\n"):
+            break
+        lines.append((entry, line))
     return lines
 
 
 def _cut_to_whole_lines(path: Path) -> None:
-    """Cuts `path` after its last whole JSON line (atomically), if anything follows it."""
+    """Cuts `path` after its last whole JSON line, if anything follows it."""
     if not path.exists():
         return
-    kept = "".join(text for _, text in _whole_lines(path))
-    if kept != path.read_text():
-        temporary = path.with_name(f".{path.name}.tmp")
-        temporary.write_text(kept)
-        os.replace(temporary, path)
+    text = path.read_text()
+    kept = "".join(line for _, line in _whole_lines(text))
+    if kept != text:
+        _replace_text(path, kept)
+
+
+def _replace_text(path: Path, text: str) -> None:
+    """Writes `text` over `path` atomically: beside it first, then renamed over it."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(text)
+    os.replace(temporary, path)
 
 
 def lost_trials(run_dir: Path, loop: TrialLoop) -> list[LoopTrial]:
@@ -240,7 +246,5 @@ def _latest_checkpoint(results: Path) -> tuple[list[dict[str, Any]], str | None]
         if isinstance(path, str) and Path(path).is_dir():
             keep, checkpoint = index, path
     if results.exists():
-        temporary = results.with_name(f".{results.name}.tmp")
-        temporary.write_text("".join(json.dumps(r) + "\n" for r in lines[:keep]))
-        os.replace(temporary, results)
+        _replace_text(results, "".join(json.dumps(r) + "\n" for r in lines[:keep]))
     return lines[:keep], checkpoint
