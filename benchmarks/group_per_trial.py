@@ -1,16 +1,17 @@
-"""A group per trial (``reuse_groups=False``) on each engine, side by side, with warm slots beside.
+"""A group per trial (``reuse_groups=False``) beside warm slots, on the trial loop.
 
-python -m benchmarks.group_per_trial [--trials 6] [--arms loop,tune,slots]
+python -m benchmarks.group_per_trial [--trials 6] [--arms loop,slots]
     [--out benchmarks/results/group_per_trial.json]
 
 Each arm runs the same sweep in a fresh process, one after the other, untracked: 2-worker
 trials of 4 reports x 0.2 s, FIFO, random search, on a local Ray with 2 CPUs (one trial at a
-time). `loop` runs it on sweeplab's trial loop (a slot started for each run and shut when the
-run leaves), `tune` on Ray Tune's controller (`--engine tune`: a Tune trial per trial that
-starts its own ``TorchTrainer``), `slots` the same trials on the loop's warm slots
-(``reuse_groups=True``) for scale. For each arm: the sweep's wall time, the trials and how many
-errored, the reports, and each trial's time from its start to its first report. The ratios are
-against `tune`, in one run.
+time). `loop` runs it with a group per trial (a slot started for each run and shut when the
+run leaves), `slots` the same trials on warm slots (``reuse_groups=True``). For each arm: the
+sweep's wall time, the trials and how many errored, and each trial's time from its start to its
+first report. The ratios are against `loop`, in one run.
+
+`benchmarks/results/group_per_trial.json` of the last run that had a `tune` arm (Ray Tune's
+controller, an engine sweeplab no longer has) is kept as it was measured.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 from benchmarks._machine import machine
 
 ROOT = Path(__file__).resolve().parents[1]
-ARMS = ("loop", "tune", "slots")
+ARMS = ("loop", "slots")
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "group_per_trial.json"
 REPORTS, SLEEP_S = 4, 0.2
 
@@ -72,7 +73,7 @@ import ray
 from sweeplab.engine import SweepCallback, SweepOptions, run_sweep
 from sweeplab.spec import load_spec
 
-folder, engine = Path(sys.argv[1]), sys.argv[2]
+folder = Path(sys.argv[1])
 started, first = {}, {}
 
 
@@ -90,7 +91,7 @@ begin = time.perf_counter()
 outcome = run_sweep(
     load_spec(spec),
     SweepOptions(spec_path=spec, storage=folder / "runs", live=False, track=False,
-                 engine=engine, callbacks=[Clock()]),
+                 callbacks=[Clock()]),
 )
 wall = time.perf_counter() - begin
 print(json.dumps({"wall_s": wall, "trials": outcome.trials, "errored": outcome.errored,
@@ -106,9 +107,8 @@ def run_arm(arm: str, trials: int) -> dict[str, Any]:
         (folder / "spec.py").write_text(
             SPEC.format(reports=REPORTS, sleep=SLEEP_S, trials=trials, reuse=reuse)
         )
-        engine = "tune" if arm == "tune" else "loop"
         done = subprocess.run(
-            [sys.executable, "-c", ARM, str(folder), engine],
+            [sys.executable, "-c", ARM, str(folder)],
             cwd=ROOT,
             capture_output=True,
             text=True,
@@ -145,12 +145,12 @@ def main(argv: list[str] | None = None) -> None:
         begin = time.perf_counter()
         results[arm] = run_arm(arm, args.trials)
         print(f"{arm}: {results[arm]['wall_s']:.1f} s ({time.perf_counter() - begin:.1f} s)")
-    tune = results.get("tune", {}).get("wall_s")
+    base = results.get("loop", {}).get("wall_s")
     print(
-        f"\n{'arm':<8} {'wall s':>8} {'vs tune':>8} {'errored':>8} {'first report s (median)':>24}"
+        f"\n{'arm':<8} {'wall s':>8} {'vs loop':>8} {'errored':>8} {'first report s (median)':>24}"
     )
     for arm, r in results.items():
-        ratio = f"{r['wall_s'] / tune:.2f}" if tune else "-"
+        ratio = f"{r['wall_s'] / base:.2f}" if base else "-"
         firsts = r["first_report_s"]
         median = sorted(firsts)[len(firsts) // 2] if firsts else float("nan")
         print(f"{arm:<8} {r['wall_s']:>8.1f} {ratio:>8} {r['errored']:>8} {median:>24.2f}")

@@ -17,17 +17,19 @@ unless named. `tracked-thread` with the writer thread
 defaults, a disk sync per commit; not run unless named), `untracked` records nothing. For each
 arm: the sweep's wall time, the iterations its trials reported, the overhead per trial per slot
 ((wall - minimum) x slots / trials, where minimum is every trial's 3 sleeps spread over the
-slots), the same against the sleeps of the iterations reported (under Tune a stopped trial's
-function may sleep on while the scheduler decides; the loop's trials wait for each decision),
-and the driver process's peak RSS. The ratios are against `untracked` and `tracked` (SQLite),
+slots), the same against the sleeps of the iterations reported, and the driver process's peak
+RSS. The ratios are against `untracked` and `tracked` (SQLite),
 in one run.
 
-`loop-slots` and `loop-in-process` (not run unless named) run the same trials through
-sweeplab's own trial loop on two warm slots (`sweeplab.engine.slot_loop`, no Tune controller),
-untracked: each slot a one-worker Train group, or (`loop-in-process`) the slot's host actor
-running the trial itself. Set them beside `untracked`, whose trials Tune runs in its trial
-actors. `tracked-loop` and `untracked-loop` (not run unless named) run the whole sweep as
-`sweeplab sweep --engine loop` does, beside `tracked` and `untracked`.
+Every arm above runs the whole sweep as `sweeplab sweep` does (`run_sweep`: the trial loop on
+warm slots). `loop-slots` and `loop-in-process` (not run unless named) run the same trials
+through the bare trial loop on two warm slots (`sweeplab.engine.slot_loop`: no tracker, no live
+table, no snapshots), untracked: each slot a one-worker Train group, or (`loop-in-process`) the
+slot's host actor running the trial itself.
+
+Result files written before the trial loop became the only engine hold `tracked` and
+`untracked` arms that ran on Ray Tune's controller, and `tracked-loop` / `untracked-loop` arms
+that ran the loop (`benchmarks/results/engine-notes.md` says which file is which).
 """
 
 from __future__ import annotations
@@ -61,11 +63,9 @@ ARMS = (
     "untracked",
     "loop-slots",
     "loop-in-process",
-    "tracked-loop",
-    "untracked-loop",
 )
 LOOP_ARMS = ("loop-slots", "loop-in-process")
-UNTRACKED = ("untracked", "untracked-loop", *LOOP_ARMS)
+UNTRACKED = ("untracked", *LOOP_ARMS)
 DEFAULT_ARMS = ("tracked", "tracked-orm", "untracked")
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "trials_at_scale.json"
 
@@ -106,7 +106,6 @@ def _arm(name: str, trials: int, folder: Path, uri: str | None = None) -> dict[s
         tracking_uri=uri or f"sqlite:///{folder / 'mlflow.db'}",
         live=False,
         track=not name.startswith("untracked"),
-        engine="loop" if name.endswith("-loop") else "tune",
     )
     begin = time.perf_counter()
     outcome = run_sweep(load_spec(spec), options)
@@ -180,8 +179,8 @@ def _store(name: str, folder: Path) -> Iterator[tuple[str | None, str | None]]:
 
 def _stored(database: str, folder: Path) -> dict[str, int]:
     """What the arm's store holds: its runs (the parent and one per trial), those not ended
-    FINISHED, and the points of `loss`, beside the results the trials reported to Tune (the
-    lines of their ``result.json`` files in the run folder)."""
+    FINISHED, and the points of `loss`, beside the results the trials reported (the lines of
+    their ``result.json`` files in the run folder)."""
     from sqlalchemy import create_engine, text
 
     engine = create_engine(database)
@@ -241,9 +240,7 @@ def run_arm(name: str, trials: int) -> dict[str, Any]:
     result["overhead_ms_per_trial_per_slot"] = round(
         (result["wall_s"] - minimum) * SLOTS / trials * 1000, 1
     )
-    # The same against the iterations the trials reported: under Tune a trial's function
-    # trains on while the scheduler decides, so a stopped trial may sleep out its reports;
-    # the loop's trials wait for each decision.
+    # The same against the iterations the trials reported (a stopped trial trains no further).
     trained = result["iterations"] * SLEEP_S / SLOTS
     result["overhead_ms_per_trained_trial_per_slot"] = round(
         (result["wall_s"] - trained) * SLOTS / trials * 1000, 1

@@ -18,6 +18,7 @@ def closed_port() -> int:
 def refused_line(args: list[str], cwd: Path) -> str:
     """Runs ``sweeplab ARGS`` in `cwd`; checks it exits 2 with one line on stderr and wrote
     nothing into `cwd` (no storage folder, no MLflow store, no Ray log); returns the line."""
+    before = sorted(cwd.rglob("*"))
     result = subprocess.run(
         [sys.executable, "-m", "sweeplab.cli", *args],
         cwd=cwd,
@@ -28,5 +29,5 @@ def refused_line(args: list[str], cwd: Path) -> str:
     assert result.returncode == 2, result.stderr
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, lines
-    assert list(cwd.iterdir()) == []
+    assert sorted(cwd.rglob("*")) == before
     return lines[0]

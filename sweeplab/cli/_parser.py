@@ -60,14 +60,6 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument(
         "--fail-on-stall", action="store_true", help="end a stalled sweep with exit 1"
     )
-    sweep.add_argument(
-        "--engine",
-        choices=("loop", "tune"),
-        default=None,
-        help="what runs the trials: sweeplab's own trial loop (default), or Ray Tune's "
-        "controller (the default for a configured PBT or PB2 scheduler object; --resume keeps "
-        "the engine that ran the sweep)",
-    )
 
     preview = sub.add_parser(
         "preview",

@@ -137,15 +137,6 @@ def cmd_preview(args: argparse.Namespace) -> int:
     if plan is None and mode is TrialMode.WARM_SLOT:
         groups += "; at most: one slot per trial the cluster runs at once"
     console.print(f"[bold]trainer groups[/bold]: {groups}")
-    from sweeplab.engine import SweepOptions, choose_engine
-
-    engine = (
-        "sweeplab's trial loop (--engine tune runs it on Ray Tune's controller)"
-        if choose_engine(sweep, SweepOptions()) == "loop"
-        else "Ray Tune's controller (a configured PBT or PB2 scheduler exploits through it; "
-        "scheduler='pbt' runs on sweeplab's trial loop)"
-    )
-    console.print(f"[bold]engine[/bold]: {engine}")
     return EXIT_OK
 
 
@@ -176,11 +167,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         live=not args.no_live,
         stall_timeout_s=args.stall_timeout,
         fail_on_stall=args.fail_on_stall,
-        engine=args.engine,
     )
-    from sweeplab.engine import choose_engine
+    from sweeplab.engine import check_runnable
 
-    choose_engine(apply_options(sweep, options), options)  # a refusal before anything starts
+    check_runnable(apply_options(sweep, options), options)  # a refusal before anything starts
     if options.address is not None:
         from sweeplab.engine import check_address
 

@@ -1,16 +1,15 @@
-"""The sweep engine: resource planning, trial drivers (Ray Train groups) and the Tune run."""
+"""The sweep engine: resource planning, trainer groups (Ray Train) and the trial loop's run."""
 
 from sweeplab.engine._address import check_address
 from sweeplab.engine._callbacks import SweepCallback, TrialView
 from sweeplab.engine._display import make_console
-from sweeplab.engine._loop_sweep import ENGINES
 from sweeplab.engine._plan import ResourcePlan, local_nodes, plan_resources
 from sweeplab.engine._resolved import ResolvedSweep
 from sweeplab.engine._runner import (
     SweepOptions,
     SweepOutcome,
     apply_options,
-    choose_engine,
+    check_runnable,
     run_sweep,
 )
 from sweeplab.engine._session import DEFAULT_STORAGE, start_local_ray
@@ -22,7 +21,6 @@ from sweeplab.strategies import Rung, trial_plan
 
 __all__ = [
     "DEFAULT_STORAGE",
-    "ENGINES",
     "ResolvedSweep",
     "ResourcePlan",
     "Rung",
@@ -37,7 +35,7 @@ __all__ = [
     "WarmStartPlan",
     "apply_options",
     "check_address",
-    "choose_engine",
+    "check_runnable",
     "local_nodes",
     "make_console",
     "plan_resources",

@@ -17,7 +17,7 @@ from sweeplab._numbers import diverged
 from sweeplab.engine._callbacks import SweepCallback, TrialView
 from sweeplab.engine._heap import HeapTrimmer
 from sweeplab.keys import ITERATION_KEY
-from sweeplab.raycompat import NewTrials, forget_trial_statistics, trial_error_text
+from sweeplab.raycompat import NewTrials, trial_error_text
 
 __all__ = ["SweepEvents", "TrialRecorder"]
 
@@ -55,10 +55,6 @@ class SweepEvents(Callback):
     stopped by sweeplab's divergence stopper: it is told as a stop, with status ``"DIVERGED"``.
     The tracker tells a stopped trial from a complete one itself, from what it recorded (a
     resumed sweep's earlier results included).
-
-    Tune pickles its run config, callbacks included, into the experiment folder. The tracker and
-    the live table hold threads and clients, so a restored copy of this callback is inert: a
-    resumed sweep wires a fresh one into the restored Tuner (`raycompat.rewire_restored_tuner`).
 
     Args:
         callbacks: The sweep callbacks, called in order.
@@ -163,7 +159,6 @@ class SweepEvents(Callback):
 
     def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         self._add(trial)
-        forget_trial_statistics(trial)  # kept by Tune to the sweep's end, read by no one
         if self._tracker is not None:
             self._tracker.trial_ended(trial)
         view = self._view(trial, "TERMINATED")
@@ -183,7 +178,6 @@ class SweepEvents(Callback):
 
     def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         self._add(trial)
-        forget_trial_statistics(trial)
         error = trial_error_text(trial)
         if self._tracker is not None:
             self._tracker.trial_failed(trial, error)

@@ -1,4 +1,4 @@
-"""`sweeplab sweep --engine loop`: a sweep run by sweeplab's own trial loop, no Tune controller.
+"""`sweeplab sweep`: a sweep run by sweeplab's own trial loop, no Tune controller.
 
 The trials train on warm slots (`slot_loop`: a one-worker trial in its slot's host, a larger
 one in a Train group), and each trial event reaches the same sinks as under Tune: the loop's
@@ -25,7 +25,6 @@ from sweeplab.engine._outcome import SweepOutcome, finish_sweep
 from sweeplab.engine._search import build_search
 from sweeplab.engine._sinks import live, wire_sinks
 from sweeplab.engine._slot_backend import SlotBackend, slot_loop
-from sweeplab.engine._tuner import write_json
 from sweeplab.loop import TERMINATED, LoopObserver, LoopTrial, TrialLoop
 
 if TYPE_CHECKING:
@@ -37,12 +36,14 @@ if TYPE_CHECKING:
     from sweeplab.engine._warm import WarmStartPlan
     from sweeplab.engine._watchdog import StallWatchdog
 
-__all__ = ["ENGINES", "LoopSweepEvents", "run_on_loop"]
+__all__ = ["LoopSweepEvents", "run_on_loop", "write_json"]
 
 logger = logging.getLogger(__name__)
 
-# `SweepOptions.engine`: sweeplab's own trial loop (the default) or Ray Tune's controller.
-ENGINES = ("loop", "tune")
+
+def write_json(path: Path, data: Any) -> None:
+    """`data` as indented JSON at `path` (the run folder's ``sweep.json``, ``warm_start.json``)."""
+    path.write_text(json.dumps(data, indent=2, default=str) + "\n")
 
 
 class _TuneShaped:

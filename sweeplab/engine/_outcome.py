@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from sweeplab.engine._sinks import Sinks
     from sweeplab.tracking import SweepSummary, TrialRecord
 
-__all__ = ["SweepOutcome", "finish_sweep", "rank_untracked", "write_best_config"]
+__all__ = ["SweepOutcome", "finish_sweep", "write_best_config"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,27 +87,7 @@ def unreported_warning(trials: Sequence[TrialRecord]) -> str | None:
     return (
         f"{len(silent)} of {len(trials)} trial(s) finished without a report (e.g. "
         f"{silent[0].trial_id}): train_func must report with `ray.train.report`; "
-        "`ray.tune.report` reaches only Ray Tune's controller (--engine tune)."
-    )
-
-
-def rank_untracked(resolved: ResolvedSweep, results: Any) -> SweepSummary:
-    """The ranking of an untracked sweep, from Tune's own record of the trials.
-
-    The same ranking as the tracker's, which a tracked sweep uses.
-    """
-    from sweeplab.tracking import rank_tune_results
-
-    return rank_tune_results(
-        results,
-        metric=resolved.metric,
-        mode=resolved.mode,
-        rank_by=resolved.rank_by,
-        config_decoder=resolved.config_decoder(),
-        max_iterations=resolved.max_iterations,
-        objectives=resolved.sweep.objectives,
-        constraints=resolved.sweep.constraints,
-        pick=resolved.sweep.pick,
+        "`ray.tune.report` reaches only Ray Tune's own controller, which sweeplab does not run."
     )
 
 

@@ -1,6 +1,7 @@
-"""Running a sweep: plan, start Ray, wire the sinks, build the Tuner, fit, rank.
+"""Running a sweep: check it, plan its resources, start Ray, run it on the trial loop, rank.
 
-Each step has its module: the sinks (`_sinks`), the Tuner (`_tuner`), the outcome (`_outcome`).
+Each step has its module: the sinks (`_sinks`), the loop's run (`_loop_sweep`), the outcome
+(`_outcome`).
 """
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ from typing import Any
 
 from sweeplab.engine._address import check_address
 from sweeplab.engine._callbacks import SweepCallback
-from sweeplab.engine._driver import TrialSettings
 from sweeplab.engine._loop_state import STATE_FILE
-from sweeplab.engine._loop_sweep import ENGINES, run_on_loop
-from sweeplab.engine._outcome import SweepOutcome, finish_sweep, rank_untracked
-from sweeplab.engine._plan import ResourcePlan, local_nodes, plan_resources
+from sweeplab.engine._loop_sweep import run_on_loop
+from sweeplab.engine._outcome import SweepOutcome
+from sweeplab.engine._plan import local_nodes, plan_resources
 from sweeplab.engine._resolved import ResolvedSweep
 from sweeplab.engine._session import (
     DEFAULT_STORAGE,
@@ -28,10 +28,7 @@ from sweeplab.engine._session import (
     quiet_libraries,
     ray_session,
     start_local_ray,
-    tune_logs_without_tensorboard,
 )
-from sweeplab.engine._sinks import live, wire_sinks
-from sweeplab.engine._tuner import build_tuner, slot_names, start_slots, write_json
 from sweeplab.engine._warm import WarmStartPlan, plan_warm_start
 from sweeplab.errors import SpecError, SweeplabError
 from sweeplab.spec import Sweep
@@ -54,10 +51,6 @@ class SweepOptions:
             times the longest such silence seen so far, at least 120 s.
         fail_on_stall: Whether such a stall ends the sweep with `SweepStalled` (the CLI
             exits 1) instead of waiting on.
-        engine: What runs the trials: ``"loop"``, sweeplab's own trial loop, or ``"tune"``,
-            Ray Tune's controller (see ``docs/trials.md``). None (the default): the loop,
-            except for a configured PBT or PB2 scheduler object, which only Tune runs; a
-            resumed sweep runs on the engine that ran it.
     """
 
     spec_path: Path | None = None
@@ -73,14 +66,8 @@ class SweepOptions:
     callbacks: Sequence[SweepCallback] = ()
     stall_timeout_s: float | None = None
     fail_on_stall: bool = False
-    engine: str | None = None
 
     def __post_init__(self) -> None:
-        if self.engine is not None and self.engine not in ENGINES:
-            raise SpecError(
-                f"SweepOptions.engine must be one of {', '.join(map(repr, ENGINES))}, "
-                f"but got {self.engine!r}."
-            )
         timeout = self.stall_timeout_s
         number = isinstance(timeout, int | float) and not isinstance(timeout, bool)
         if timeout is not None and not (number and 0 < timeout < inf):
@@ -102,57 +89,56 @@ def apply_options(sweep: Sweep, options: SweepOptions) -> Sweep:
     return sweep.replace(**changes) if changes else sweep
 
 
-# What each engine resumes from: Tune's experiment folder, or the loop's snapshot.
-_RESUME_MARKS = {"tune": "tune", "loop": STATE_FILE}
+# A run folder that Ray Tune's controller ran (sweeplab 0.x before the trial loop): it holds
+# Tune's experiment state, which this version cannot resume.
+_TUNE_FOLDER = "tune"
 
 
-def latest_resumable(sweep_dir: Path, engine: str | None = None) -> tuple[Path, str] | None:
-    """The latest run folder of a sweep that an engine can resume (`engine`'s only, if given),
-    and that engine; None if there is none."""
-    marks = {name: mark for name, mark in _RESUME_MARKS.items() if engine in (None, name)}
-    marked = sorted(
-        (p, name)
-        for name, mark in marks.items()
-        for p in sweep_dir.glob("run-*")
-        if (p / mark).exists()
-    )
+def latest_resumable(sweep_dir: Path) -> Path | None:
+    """The latest run folder of a sweep that the trial loop can resume; None if there is none."""
+    marked = sorted(p for p in sweep_dir.glob("run-*") if (p / STATE_FILE).exists())
     return marked[-1] if marked else None
 
 
-def _execution_dir(sweep_dir: Path, resume: bool, engine: str) -> Path:
+def _execution_dir(sweep_dir: Path, resume: bool) -> Path:
     if resume:
-        found = latest_resumable(sweep_dir, engine)
+        found = latest_resumable(sweep_dir)
         if found is None:
-            raise SpecError(
-                f"--resume: {sweep_dir} holds no interrupted sweep to resume "
-                "(run it once without --resume)."
-            )
-        return found[0]
+            raise SpecError(_nothing_to_resume(sweep_dir))
+        return found
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
     return sweep_dir / f"run-{stamp}"
 
 
-def choose_engine(sweep: Sweep, options: SweepOptions) -> str:
-    """The engine that runs `sweep` (with `options` applied): the one named, else the loop, and
-    Tune for a configured PBT or PB2 scheduler object (it exploits through Tune's controller;
-    ``scheduler="pbt"`` runs on the loop). Resumed, it is the engine of the latest run folder
-    that either can resume (so a sweep started on Tune resumes on Tune).
+def _nothing_to_resume(sweep_dir: Path) -> str:
+    runs = sorted(sweep_dir.glob("run-*"))
+    if runs and (runs[-1] / _TUNE_FOLDER).is_dir():
+        return (
+            f"--resume: {runs[-1]} was run on Ray Tune's controller by an earlier sweeplab, "
+            "and this version resumes only its own trial loop's sweeps "
+            "(run the sweep again without --resume)."
+        )
+    return (
+        f"--resume: {sweep_dir} holds no interrupted sweep to resume "
+        "(run it once without --resume)."
+    )
+
+
+def check_runnable(sweep: Sweep, options: SweepOptions) -> None:
+    """Refuses, before anything starts, a sweep (with `options` applied) that the trial loop
+    cannot run: a configured PBT or PB2 scheduler object (it exploits through Ray Tune's
+    controller; ``scheduler="pbt"`` is the loop's PBT), or ``--resume`` with nothing to resume.
 
     Raises:
-        SpecError: The loop named for a configured PBT or PB2 object.
+        SpecError: With one line that says which and what to do instead.
     """
     from sweeplab.loop import simulation_rule_break
 
-    engine = options.engine
-    if engine is None and options.resume:
-        found = latest_resumable(options.storage.expanduser().resolve() / sweep.name)
-        engine = None if found is None else found[1]
     refused = simulation_rule_break(sweep, planned=True)  # the engine plans a warm start
-    if engine is None:
-        engine = "loop" if refused is None else "tune"
-    if engine == "loop" and refused is not None:
+    if refused is not None:
         raise refused.error()
-    return engine
+    if options.resume:
+        _execution_dir(options.storage.expanduser().resolve() / sweep.name, resume=True)
 
 
 def _prepare_storage(path: Path) -> None:
@@ -193,13 +179,13 @@ def run_sweep(
 
         check_tracking_uri(options.tracking_uri)  # a typo or a server that is down: exit 2
     sweep = apply_options(sweep, options)
-    engine = choose_engine(sweep, options)
+    check_runnable(sweep, options)
     if warm_start is None and not options.resume:  # a resumed searcher keeps its own state
         warm_start = plan_warm_start(sweep, options.tracking_uri)
     sweep_dir = options.storage.expanduser().resolve() / sweep.name
     remote = options.address is not None
     plan = None if remote else plan_resources(sweep, local_nodes())
-    run_dir = _execution_dir(sweep_dir, options.resume, engine)
+    run_dir = _execution_dir(sweep_dir, options.resume)
     _prepare_storage(run_dir)
     started = time.monotonic()
 
@@ -217,63 +203,4 @@ def run_sweep(
         if plan is None or not started_here:
             plan = plan_resources(sweep, cluster_nodes())
         resolved = ResolvedSweep.resolve(sweep, options, plan, run_dir)
-        if engine == "loop":
-            return run_on_loop(resolved, options, plan, started, warm_start)
-        return _run_on_ray(resolved, options, plan, started, warm_start)
-
-
-def _run_on_ray(
-    resolved: ResolvedSweep,
-    options: SweepOptions,
-    plan: ResourcePlan,
-    started: float,
-    warm_start: WarmStartPlan | None = None,
-) -> SweepOutcome:
-    sinks = wire_sinks(resolved, options)
-    tracker = sinks.tracker
-    status = "FAILED"
-    hosts: list[Any] = []
-    tracking = False
-    try:
-        trial_settings = TrialSettings.of(resolved, slots=slot_names(resolved))
-        tuner = build_tuner(
-            resolved, trial_settings, sinks, resume=options.resume, warm_start=warm_start
-        )
-        write_json(resolved.run_dir / "sweep.json", resolved.sweep_json())
-        hosts = start_slots(resolved, trial_settings)
-        if tracker is not None:
-            # Started last: its store has been opening in the background since before Ray.
-            # The parent run starts when the sweep did.
-            tracker.start(started_at=time.time() - (time.monotonic() - started))
-            tracking = True
-            if warm_start is not None:
-                tracker.log_warm_start(warm_start.source, warm_start.to_dict())
-        with (
-            live(sinks.table, options.live),
-            tune_logs_without_tensorboard(),
-        ):
-            results = tuner.fit()
-        errored = sum(1 for r in results if r.error is not None)
-        trials = len(results)
-        status = "FAILED" if errored == trials else "FINISHED"
-    except KeyboardInterrupt:
-        status = "KILLED"
-        raise
-    finally:
-        if hosts:
-            from sweeplab.engine.slots import close_slots
-
-            close_slots(hosts)
-        summary = tracker.finish(status=status) if tracker is not None and tracking else None
-    if summary is None:
-        summary = rank_untracked(resolved, results)
-    return finish_sweep(
-        resolved,
-        summary,
-        plan=plan,
-        wall_s=time.monotonic() - started,
-        errored=errored,
-        trials=trials,
-        sinks=sinks,
-        warm_start=warm_start,
-    )
+        return run_on_loop(resolved, options, plan, started, warm_start)

@@ -28,7 +28,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sweeplab.engine._driver import _attempt_name as attempt_name
 from sweeplab.engine._resolved import ResolvedSweep
 from sweeplab.engine._session import pickle_spec_by_value
 from sweeplab.engine._trial_mode import TrialMode
@@ -47,7 +46,21 @@ if TYPE_CHECKING:
     from sweeplab.space import TuneSearch
     from sweeplab.spec import Sweep
 
-__all__ = ["SlotBackend", "slot_loop"]
+__all__ = ["SlotBackend", "attempt_name", "slot_loop"]
+
+
+def attempt_name(train_storage: str, trial_id: str) -> str:
+    """A fresh Train run name for each start of the trial.
+
+    A restarted trial (PBT exploit, retry, resumed sweep) starts from the checkpoint the loop
+    hands it; reusing the previous run's name would make Train restore that run's own latest
+    checkpoint instead.
+    """
+    base = Path(train_storage)
+    attempt = 0
+    while (base / f"{trial_id}_{attempt}").exists():
+        attempt += 1
+    return f"{trial_id}_{attempt}"
 
 
 @contextlib.contextmanager

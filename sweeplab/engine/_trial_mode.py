@@ -11,9 +11,9 @@ class TrialMode(enum.Enum):
     """Where one trial's training function runs.
 
     Attributes:
-        IN_PROCESS: A one-worker trial runs in its Tune trial actor: no group to start. Tune
-            reuses the actor for the next trial, and for a paused or exploited trial's next
-            segment (see `ResumeWhenStalled`), which is cheaper than any slot.
+        IN_PROCESS: A one-worker trial runs in the process of one of the sweep's slot hosts:
+            no group to start. The host runs one trial after another, and a paused or exploited
+            trial's next run, in milliseconds.
         WARM_SLOT: A multi-worker trial runs on one of the sweep's warm trial slots: long-lived
             trainer groups, each running one trial after another.
         GROUP_PER_TRIAL: Each trial starts its own trainer group: with ``reuse_groups=False``,
@@ -32,29 +32,6 @@ class TrialMode(enum.Enum):
         if reuse_groups and isinstance(workers_per_trial, int):
             return cls.WARM_SLOT
         return cls.GROUP_PER_TRIAL
-
-    @property
-    def waiting_holds_nothing(self) -> bool:
-        """Whether a trial that waits to run holds no resources, so every trial can exist at once.
-
-        A trial on a slot holds nothing until it claims one; a one-worker trial waits in Tune's
-        queue for its actor's CPUs. A trial with its own group would start that group.
-        """
-        return self is not TrialMode.GROUP_PER_TRIAL
-
-    @property
-    def reuses_trial_actors(self) -> bool:
-        """Whether Tune reuses trial actors.
-
-        Starting a trial actor costs about a second (a process, Ray's and the spec's imports);
-        a reused one starts the next trial, or a paused trial's next segment, in milliseconds.
-        A one-worker trial runs in its actor, and a slot's client holds no resources: both are
-        reused under every scheduler (`ResumeWhenStalled` resumes no more paused trials than
-        run at once, so a cached actor always has a trial to take it; on slots a paused trial's
-        run ends at the pause, see `SlotHost.release`). A per-trial group's driver is not
-        reused: its group is aborted when the trial stops, which a reused actor would skip.
-        """
-        return self is not TrialMode.GROUP_PER_TRIAL
 
     def describe(self, *, workers_per_trial: int | tuple[int, int], concurrency: int) -> str:
         """One line for `sweeplab preview` and `sweeplab status`: how trials get their group."""

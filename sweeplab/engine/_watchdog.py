@@ -117,10 +117,10 @@ class StallWatchdog(Callback):
         self.stalls: list[str] = []
 
     def __getstate__(self) -> dict[str, Any]:
-        return {}  # Tune pickles its callbacks; a restored copy is inert (see SweepEvents)
+        return {}  # a pickled copy (of a snapshot that holds it) is inert
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        # Never stalls: a resumed sweep wires a fresh watchdog (`rewire_restored_tuner`).
+        # Never stalls: a resumed sweep wires a fresh watchdog.
         StallWatchdog.__init__(self, StallClock(timeout_s=inf), report_path=Path(), say=_mute)
 
     def setup(self, **info: Any) -> None:

@@ -14,7 +14,6 @@ from sweeplab.loop._backend import BackendReport, TrialBackend
 from sweeplab.loop._dicts import flatten_result, merge_suggestion
 from sweeplab.loop._loop import LoopReport, TrialLoop
 from sweeplab.loop._observer import LoopObserver
-from sweeplab.loop._pbt import LoopPBT
 from sweeplab.loop._source import TrialSource
 from sweeplab.loop._strategy import simulation_rule_break, sweep_loop
 from sweeplab.loop._trial import (
@@ -27,6 +26,7 @@ from sweeplab.loop._trial import (
     TERMINATED,
     LoopTrial,
 )
+from sweeplab.strategies import LoopPBT
 
 __all__ = [
     "CONTINUE",

@@ -27,18 +27,14 @@ from sweeplab.errors import SpecError
 from sweeplab.loop._backend import TrialBackend
 from sweeplab.loop._dicts import merge_suggestion
 from sweeplab.loop._loop import TrialLoop
-from sweeplab.loop._pbt import LoopPBT
 from sweeplab.loop._source import TrialSource
 from sweeplab.pareto import Objective
 from sweeplab.space import TuneSearch
 from sweeplab.strategies import (
-    PBT_QUANTILE_FRACTION,
-    PBT_RESAMPLE_PROBABILITY,
     RuleBreak,
     StrategySweep,
     build_scheduler,
     build_search,
-    pbt_interval,
     scheduler_traits,
     tune_trial_limit,
 )
@@ -47,7 +43,6 @@ __all__ = [
     "TUNE_MIN_PENDING_TRIALS",
     "AlgorithmSource",
     "SearcherSource",
-    "loop_pbt",
     "simulated_max_pending",
     "simulated_scheduler",
     "simulated_source",
@@ -58,10 +53,6 @@ __all__ = [
 # Tune's `_max_pending_trials` for its own variant generator (a grid): at least 200.
 TUNE_MIN_PENDING_TRIALS = 200
 
-_EXPLOITS = (
-    "cannot run in the trial loop as a configured object: Tune's PBT classes exploit through "
-    "Tune's own controller; name scheduler='pbt' for the loop's synchronous PBT"
-)
 _WARM_START = (
     "cannot be simulated: a warm start is the engine's to plan from earlier sweeps; "
     "simulate the sweep without it"
@@ -71,55 +62,33 @@ _WARM_START = (
 def simulation_rule_break(sweep: StrategySweep, *, planned: bool = False) -> RuleBreak | None:
     """The rule of the simulator that `sweep` breaks, or None.
 
-    A configured scheduler object that exploits (Tune's PBT or PB2) is refused: it exploits
-    through Tune's controller. The named ``"pbt"`` runs as `LoopPBT`. A warm start is refused
-    too unless `planned` (the engine plans it from earlier sweeps and passes its search). A
-    scheduler that pauses trials (HyperBand) runs: a resumed trial goes on from its next
-    iteration.
+    A warm start is refused unless `planned` (the engine plans it from earlier sweeps and
+    passes its search). (A configured scheduler object that exploits, Tune's PBT or PB2, is
+    refused by the `Sweep` itself; the named ``"pbt"`` runs as `LoopPBT`.) A scheduler that
+    pauses trials (HyperBand) runs: a resumed trial goes on from its next iteration.
     """
-    traits = scheduler_traits(sweep.scheduler, declared=sweep.scheduler_traits)
-    if traits.exploits and sweep.scheduler != "pbt":
-        return RuleBreak("scheduler", _EXPLOITS, sweep.scheduler)
     if sweep.warm_start is not None and not planned:
         return RuleBreak("warm_start", _WARM_START, sweep.warm_start)
     return None
 
 
 def simulated_scheduler(sweep: StrategySweep, *, workers: int) -> Any:
-    """The sweep's Tune scheduler, told the sweep's metric and mode as ``tune.Tuner`` does.
+    """The sweep's scheduler, told the sweep's metric and mode as ``tune.Tuner`` does.
 
-    Named ``"pbt"``, it is the loop's own synchronous PBT (`LoopPBT`), set as the engine sets
-    Tune's (the same interval, quantile and resample probability) and seeded by the sweep.
+    Named ``"pbt"``, it is sweeplab's synchronous PBT (`LoopPBT`), seeded by the sweep.
 
     Raises:
         SpecError: If a configured scheduler object has a metric or mode of its own.
     """
-    scheduler = (
-        loop_pbt(sweep) if sweep.scheduler == "pbt" else build_scheduler(sweep, max_running=workers)
-    )
+    scheduler = build_scheduler(sweep, max_running=workers)
     if not scheduler.set_search_properties(sweep.metric, sweep.mode):
         raise RuleBreak(
             "scheduler",
             "must not set its own `metric` or `mode`: the sweep's are passed to it, as "
-            "`sweeplab sweep` passes them to Tune",
+            "Tune's controller passes them",
             scheduler,
         ).error()
     return scheduler
-
-
-def loop_pbt(sweep: StrategySweep) -> LoopPBT:
-    """The loop's synchronous PBT for a sweep that names ``"pbt"``."""
-    from sweeplab.space import pbt_explore_fn, pbt_mutations
-
-    return LoopPBT(
-        interval=pbt_interval(sweep.max_iterations),
-        max_iterations=sweep.max_iterations,
-        mutations=pbt_mutations(sweep.space),
-        explore=pbt_explore_fn(sweep.space),
-        quantile_fraction=PBT_QUANTILE_FRACTION,
-        resample_probability=PBT_RESAMPLE_PROBABILITY,
-        seed=sweep.seed,
-    )
 
 
 class SearcherSource:

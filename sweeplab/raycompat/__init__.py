@@ -6,10 +6,10 @@ it is for, why no public API serves, and whether a feature needs it (``"essentia
 makes sweeps faster or leaner (``"speed"``). Each private module holds one area's rows beside
 its functions:
 
-- ``_train``: Ray Train V2 workers and controllers, and `ray.train.*` routed in process;
+- ``_train``: the utilities behind a Train V2 worker's `ray.train.*`, wrapped for warm slots
+  and routed in process for one-worker trials, and the lean trainer;
 - ``_loader``: the data loaders `prepare_data_loader` returns, timed for the data-wait metric;
-- ``_tune``: Tune's trainable, scheduler state (median rule, PBT), trial checkpoints, an ended
-  trial's statistics, the duplicate-result key, and Tune's dict flattening for the simulator;
+- ``_tune``: the median stopping rule's flag and Tune's duplicate-result key;
 - ``_state``: placement groups with their creators, free resources per node, the head node;
 - ``_searchers``: the Optuna study and HyperOpt trials behind Tune's searchers;
 - ``_mlflow``: the tracking store behind an `MlflowClient`, MLflow's name rule, artifact URIs
@@ -64,28 +64,16 @@ from sweeplab.raycompat._state import (
     placement_groups_with_creators,
 )
 from sweeplab.raycompat._train import (
-    abort_train_controller,
-    current_train_context,
     current_train_fn_utils,
-    disable_tune_session_guard,
     install_train_fn_utils,
     lean_torch_trainer,
     route_train_calls_in_process,
-    start_worker_from_checkpoint,
     transform_reported_metrics,
 )
 from sweeplab.raycompat._tune import (
     NewTrials,
-    forget_trial_statistics,
-    function_trainable_class,
     median_rule_stops_hard,
-    pbt_exploit_iteration,
-    pbt_next_round,
-    pbt_with_exploit_hook,
-    replace_trial_restore_checkpoint,
-    rewire_restored_tuner,
     trial_error_text,
-    trial_restore_checkpoint,
 )
 
 if TYPE_CHECKING:
@@ -105,13 +93,8 @@ __all__ = [
     "PlacementGroupRecord",
     "PrivateUse",
     "SchemaUse",
-    "abort_train_controller",
-    "current_train_context",
     "current_train_fn_utils",
-    "disable_tune_session_guard",
-    "forget_trial_statistics",
     "free_resources_per_node",
-    "function_trainable_class",
     "head_node_id",
     "hyperopt_trials",
     "install_train_fn_utils",
@@ -121,23 +104,16 @@ __all__ = [
     "mlflow_accepts_name",
     "mlflow_schema_mismatch",
     "optuna_study",
-    "pbt_exploit_iteration",
-    "pbt_next_round",
-    "pbt_with_exploit_hook",
     "placement_groups_with_creators",
     "prepared_data_loader",
-    "replace_trial_restore_checkpoint",
     "rest_get",
-    "rewire_restored_tuner",
     "route_train_calls_in_process",
     "run_artifact_uri",
     "run_when_imported",
-    "start_worker_from_checkpoint",
     "time_prepared_loader_fetches",
     "tracking_store",
     "transform_reported_metrics",
     "trial_error_text",
-    "trial_restore_checkpoint",
 ]
 
 PRIVATE_USES: tuple[PrivateUse, ...] = (

@@ -1,8 +1,7 @@
 """Ray Train V2 internals: a worker's context and the utilities behind `ray.train.*` calls.
 
-A trial's Train workers start from a given checkpoint and report through wrapped utilities; a
-one-worker trial runs the user's function in its own process with `ray.train.*` routed to Tune;
-a stopped trial's Train controller is aborted.
+A warm slot's Train workers report through wrapped utilities; a one-worker trial runs the user's
+function in its slot's own process with `ray.train.*` routed to the slot.
 """
 
 from __future__ import annotations
@@ -15,14 +14,10 @@ from sweeplab.raycompat._ledger import PrivateUse
 
 __all__ = [
     "USES",
-    "abort_train_controller",
-    "current_train_context",
     "current_train_fn_utils",
-    "disable_tune_session_guard",
     "install_train_fn_utils",
     "lean_torch_trainer",
     "route_train_calls_in_process",
-    "start_worker_from_checkpoint",
     "transform_reported_metrics",
 ]
 
@@ -30,39 +25,14 @@ _TRAIN_V2 = "ray.train.v2._internal.execution"
 
 USES: tuple[PrivateUse, ...] = (
     PrivateUse(
-        f"{_TRAIN_V2}.context",
-        "get_train_context",
-        (),
-        "a worker's Train context: Train V2 dropped `resume_from_checkpoint`, and no public "
-        "API sets the checkpoint `ray.train.get_checkpoint()` returns",
-        purpose="essential",
-        feature="a restarted trial's workers start from its checkpoint",
-    ),
-    PrivateUse(
-        f"{_TRAIN_V2}.context",
-        "TrainContext.checkpoint",
-        None,
-        "written before the user's function runs, so a restarted trial starts from its checkpoint",
-        purpose="essential",
-        feature="a restarted trial's workers start from its checkpoint",
-    ),
-    PrivateUse(
-        f"{_TRAIN_V2}.controller",
-        "TrainController.abort",
-        (),
-        "releases a stopped trial's workers at once; `ray.kill` would leave its placement group "
-        "to Train's cleaner, and the next trial would wait for the CPUs",
-        purpose="speed",
-        feature="a stopped trial's CPUs freed at once",
-    ),
-    PrivateUse(
         f"{_TRAIN_V2}.train_fn_utils",
         "LocalTrainFnUtils.__init__",
         ("experiment_name",),
         "Train's in-process utilities behind `ray.train.*`, subclassed so a one-worker trial's "
-        "reports go to Tune; `num_workers=0` refuses to run inside a Tune trial (ray#49454)",
+        "reports go to its slot's host, which runs it in process; Train's public local mode "
+        "(`num_workers=0`) runs a whole `fit()` per call and reports to no one (ray#49454)",
         purpose="essential",
-        feature="one-worker trials in their Tune trial",
+        feature="one-worker trials in their slot's process",
     ),
     PrivateUse(
         f"{_TRAIN_V2}.train_fn_utils",
@@ -70,7 +40,7 @@ USES: tuple[PrivateUse, ...] = (
         ("metrics", "checkpoint"),
         "overridden: where `ray.train.report` lands in an in-process trial",
         purpose="essential",
-        feature="one-worker trials in their Tune trial",
+        feature="one-worker trials in their slot's process",
     ),
     PrivateUse(
         f"{_TRAIN_V2}.train_fn_utils",
@@ -78,7 +48,7 @@ USES: tuple[PrivateUse, ...] = (
         None,
         "what `ray.train.get_checkpoint()` returns in process: the restored, then the latest one",
         purpose="essential",
-        feature="one-worker trials in their Tune trial",
+        feature="one-worker trials in their slot's process",
     ),
     PrivateUse(
         f"{_TRAIN_V2}.train_fn_utils",
@@ -86,7 +56,7 @@ USES: tuple[PrivateUse, ...] = (
         None,
         "kept as Train's own `report` keeps it",
         purpose="essential",
-        feature="one-worker trials in their Tune trial",
+        feature="one-worker trials in their slot's process",
     ),
     PrivateUse(
         f"{_TRAIN_V2}.train_fn_utils",
@@ -95,7 +65,7 @@ USES: tuple[PrivateUse, ...] = (
         "installs the utilities behind `ray.train.*` in a one-worker trial's process and for "
         "each trial a warm slot runs; no public API selects them",
         purpose="essential",
-        feature="one-worker trials in their Tune trial; warm trial slots",
+        feature="one-worker trials in their slot's process; warm trial slots",
     ),
     PrivateUse(
         f"{_TRAIN_V2}.train_fn_utils",
@@ -133,23 +103,7 @@ USES: tuple[PrivateUse, ...] = (
         purpose="speed",
         feature="no datasets actor per trainer group",
     ),
-    PrivateUse(
-        "ray.tune.trainable.trainable_fn_utils",
-        "_in_tune_session",
-        (),
-        "the guard that refuses `ray.train.*` inside a Tune trial, turned off in the trial that "
-        "routes them to Tune itself; no public switch",
-        purpose="essential",
-        feature="one-worker trials in their Tune trial",
-    ),
 )
-
-
-def current_train_context() -> Any:
-    """This Train worker's own context (raises outside a Train worker)."""
-    from ray.train.v2._internal.execution.context import get_train_context
-
-    return get_train_context()
 
 
 def current_train_fn_utils() -> Any:
@@ -187,37 +141,12 @@ def lean_torch_trainer() -> type:
     return LeanTorchTrainer
 
 
-def start_worker_from_checkpoint(path: str) -> None:
-    """Makes `ray.train.get_checkpoint()` in this Train worker return the checkpoint at `path`.
-
-    Unless Train already restored one: a group restarted after a failure resumes its own run.
-    """
-    import ray.train
-
-    context = current_train_context()
-    if context.checkpoint is None:
-        context.checkpoint = ray.train.Checkpoint(path)
-
-
-def abort_train_controller(controller: Any) -> Any:
-    """Asks a Train controller actor to abort its group; returns the call's object ref."""
-    return controller.abort.remote()
-
-
-def disable_tune_session_guard() -> None:
-    """Lets `ray.train.*` run in this process although it is a Tune trial (process-wide)."""
-    from ray.tune.trainable import trainable_fn_utils
-
-    # Train looks the guard up in this module at each call, so replacing it here is enough.
-    trainable_fn_utils._in_tune_session = lambda: False
-
-
 @functools.cache
-def _tune_routed_train_fn_utils() -> type:
+def _routed_train_fn_utils() -> type:
     from ray.train.v2._internal.execution.train_fn_utils import LocalTrainFnUtils
 
-    class TuneRoutedTrainFnUtils(LocalTrainFnUtils):
-        """Train's local-mode utilities whose `report` goes to the Tune trial."""
+    class RoutedTrainFnUtils(LocalTrainFnUtils):
+        """Train's local-mode utilities whose `report` goes to the slot's reporter."""
 
         def __init__(
             self, *, experiment_name: str, restored: Any, reporter: Callable[..., Any]
@@ -234,7 +163,7 @@ def _tune_routed_train_fn_utils() -> type:
             if persisted is not None:
                 self._last_checkpoint = persisted
 
-    return TuneRoutedTrainFnUtils
+    return RoutedTrainFnUtils
 
 
 def route_train_calls_in_process(
@@ -248,7 +177,7 @@ def route_train_calls_in_process(
         reporter: Called with the metrics and checkpoint of each `ray.train.report`; returns
             the persisted `ray.train.Checkpoint` (then `get_checkpoint()`'s answer) or None.
     """
-    utils_class = _tune_routed_train_fn_utils()
+    utils_class = _routed_train_fn_utils()
     install_train_fn_utils(
         utils_class(experiment_name=experiment_name, restored=restored, reporter=reporter)
     )

@@ -3,11 +3,11 @@
 One registry (`SCHEDULERS`, `SEARCHERS`) maps each name to its builder, its traits, the rules
 a sweep using it must keep and its preview; a searcher's builder is its compile function from
 `sweeplab.space`, and `build_tune_search` compiles a space for a searcher's name. The spec's
-checks, the engine's Tuner and ``sweeplab preview`` read it. A configured Tune scheduler
+checks, the trial loop and ``sweeplab preview`` read it. A configured Tune scheduler
 object's traits come from its Tune class or are declared (`SchedulerTraits`), never guessed.
 
 Ray is imported only when a scheduler or search is built; the Ray-side classes below
-(`HyperBand`, `LineagePBT`, `MultiObjectiveASHA`, `TrialFeedbackSearcher`, ...) are imported
+(`HyperBand`, `MultiObjectiveASHA`, `TrialFeedbackSearcher`, ...) are imported
 on first access.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from sweeplab.strategies._builders import ExploitHook, SchedulerSetup
+from sweeplab.strategies._builders import SchedulerSetup
 from sweeplab.strategies._defaults import DEFAULTS_DOC, StrategyChoice, default_strategy
 from sweeplab.strategies._registry import (
     SCHEDULERS,
@@ -46,13 +46,14 @@ from sweeplab.strategies._strategy import (
     trial_plan,
 )
 from sweeplab.strategies._sweep import RuleBreak, StrategySweep
+from sweeplab.strategies._sync_pbt import LoopPBT
 from sweeplab.strategies._traits import SchedulerTraits, tune_trial_limit
 
 if TYPE_CHECKING:
     from sweeplab.strategies._adaptive_asha import AdaptiveASHA
     from sweeplab.strategies._hyperband import HyperBand, ResumeWhenStalled
     from sweeplab.strategies._mo_asha import MultiObjectiveASHA
-    from sweeplab.strategies._pbt import LineagePBT, PopulationVariantGenerator
+    from sweeplab.strategies._pbt import PopulationVariantGenerator
     from sweeplab.strategies._pickled_state import PickledState
     from sweeplab.strategies._searcher_feedback import (
         OutcomeLog,
@@ -71,9 +72,8 @@ __all__ = [
     "SCHEDULERS",
     "SEARCHERS",
     "AdaptiveASHA",
-    "ExploitHook",
     "HyperBand",
-    "LineagePBT",
+    "LoopPBT",
     "MultiObjectiveASHA",
     "OutcomeLog",
     "PickledState",
@@ -113,7 +113,6 @@ _WITH_RAY = {
     "HyperBand": "_hyperband",
     "ResumeWhenStalled": "_hyperband",
     "MultiObjectiveASHA": "_mo_asha",
-    "LineagePBT": "_pbt",
     "PopulationVariantGenerator": "_pbt",
     "OutcomeLog": "_searcher_feedback",
     "PickledState": "_pickled_state",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Any
 
 from sweeplab.space import SearchCompiler, TuneSearch, compile_grid_search
@@ -18,7 +17,6 @@ from sweeplab.strategies._schedule import (
 from sweeplab.strategies._sweep import StrategySweep
 
 __all__ = [
-    "ExploitHook",
     "SchedulerSetup",
     "build_adaptive_asha",
     "build_asha",
@@ -30,22 +28,16 @@ __all__ = [
     "population_search",
 ]
 
-ExploitHook = Callable[[str, str, int, dict[str, Any]], None]
-
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SchedulerSetup:
     """What the engine hands a scheduler besides the sweep.
 
     Attributes:
-        on_exploit: Told of each PBT exploit: ``(trial_id, donor_id, iteration, new_config)``.
-        exploit_dir: Where an exploited trial's copy of the donor's checkpoint goes.
         max_running: The sweep's concurrency, beyond which HyperBand and PBT resume no paused
             trial.
     """
 
-    on_exploit: ExploitHook | None = None
-    exploit_dir: str = "pbt-exploits"
     max_running: int | None = None
 
 
@@ -111,23 +103,20 @@ def build_median(sweep: StrategySweep, setup: SchedulerSetup) -> Any:
 
 
 def build_pbt(sweep: StrategySweep, setup: SchedulerSetup) -> Any:
+    """sweeplab's synchronous PBT (`LoopPBT`), which exploits through the trial loop."""
     from sweeplab.space import pbt_explore_fn, pbt_mutations
-    from sweeplab.strategies._pbt import LineagePBT
+    from sweeplab.strategies._sync_pbt import LoopPBT
 
-    return LineagePBT(
-        exploit_dir=setup.exploit_dir,
-        on_exploit=setup.on_exploit,
-        max_running=setup.max_running,
-        time_attr="training_iteration",
-        perturbation_interval=pbt_interval(sweep.max_iterations),
-        hyperparam_mutations=pbt_mutations(sweep.space),
-        custom_explore_fn=pbt_explore_fn(sweep.space),
+    # Synchronous rounds: asynchronous PBT compares a trial with the stale scores of paused
+    # trials whenever the population outnumbers the slots, and was seen to exploit nothing.
+    return LoopPBT(
+        interval=pbt_interval(sweep.max_iterations),
+        max_iterations=sweep.max_iterations,
+        mutations=pbt_mutations(sweep.space),
+        explore=pbt_explore_fn(sweep.space),
         quantile_fraction=PBT_QUANTILE_FRACTION,
         resample_probability=PBT_RESAMPLE_PROBABILITY,
-        # Asynchronous PBT compares a trial with the stale scores of paused trials whenever the
-        # population outnumbers the slots, and was seen to exploit nothing; synchronous rounds
-        # compare every trial at the same iteration.
-        synch=True,
+        seed=sweep.seed,
     )
 
 

@@ -1,26 +1,13 @@
-"""PBT that records each exploit's donor and keeps its trial actors (imported with Ray, only
-when a sweep uses PBT)."""
+"""PBT's population: Tune's variant generator, which the trial loop asks for the population's
+configs (imported with Ray, only when a sweep uses PBT)."""
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from ray.tune.schedulers import TrialScheduler
 from ray.tune.search import BasicVariantGenerator
 
-from sweeplab.raycompat import (
-    pbt_exploit_iteration,
-    pbt_next_round,
-    pbt_with_exploit_hook,
-    replace_trial_restore_checkpoint,
-    trial_restore_checkpoint,
-)
-from sweeplab.strategies._hyperband import ResumeWhenStalled
-
-__all__ = ["LineagePBT", "PopulationVariantGenerator"]
+__all__ = ["PopulationVariantGenerator"]
 
 
 class PopulationVariantGenerator(BasicVariantGenerator):
@@ -62,59 +49,3 @@ class PopulationVariantGenerator(BasicVariantGenerator):
     def set_state(self, state: Any) -> None:
         super().set_state(state)
         self._population = []
-
-
-class LineagePBT(ResumeWhenStalled, pbt_with_exploit_hook()):  # type: ignore[misc]
-    """PBT that tells `on_exploit(trial_id, donor_id, iteration, new_config)` of each exploit.
-
-    In synchronous mode a trial that ends before a round no longer holds the round up, and
-    the trial whose result completes a round trains on into the next one instead of pausing
-    with the rest: its actor goes on (Tune's PBT would pause it, and a paused trial's actor is
-    stopped unless a resumed trial is waiting for one, which at a round's end none is).
-
-    The exploited trial restarts from the donor's Tune checkpoint, which the trial driver
-    reported as a copy of the donor's Train checkpoint, so weights and epoch carry over.
-    """
-
-    def __init__(
-        self,
-        *,
-        exploit_dir: str,
-        on_exploit: Callable[..., None] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        self._exploit_dir = exploit_dir
-        self._on_exploit = on_exploit
-
-    def set_exploit_hook(self, on_exploit: Callable[..., None] | None) -> None:
-        """Tells `on_exploit` of the exploits from now on (a resumed sweep's fresh sinks)."""
-        self._on_exploit = on_exploit
-
-    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> str:
-        round_before = pbt_next_round(self)
-        decision = str(super().on_trial_result(tune_controller, trial, result))
-        if decision == TrialScheduler.PAUSE and pbt_next_round(self) != round_before:
-            return str(TrialScheduler.CONTINUE)  # this result completed the round
-        return self.told_of_pause(trial, decision)
-
-    def after_exploit(self, trial: Any, donor: Any) -> None:
-        self._pin_checkpoint(trial)
-        if self._on_exploit is not None:
-            iteration = pbt_exploit_iteration(self, trial)
-            self._on_exploit(trial.trial_id, donor.trial_id, iteration, dict(trial.config))
-
-    def _pin_checkpoint(self, trial: Any) -> None:
-        """Restarts `trial` from a copy of the donor's checkpoint, not the donor's own folder.
-
-        The recipient starts again only after a new actor (and trainer group) is up; by then the
-        donor has reported more checkpoints and may have deleted the one being exploited.
-        """
-        checkpoint = trial_restore_checkpoint(trial)
-        if checkpoint is None:
-            return
-        folder = Path(self._exploit_dir, trial.trial_id)
-        shutil.rmtree(folder, ignore_errors=True)  # an earlier exploit's copy, already restored
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(checkpoint.path, folder)
-        replace_trial_restore_checkpoint(trial, str(folder))

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 from sweeplab.space import OptunaSearcher, TuneSearch
-from sweeplab.strategies._builders import ExploitHook, SchedulerSetup
+from sweeplab.strategies._builders import SchedulerSetup
 from sweeplab.strategies._registry import (
     SCHEDULERS,
     SEARCHERS,
@@ -44,7 +44,8 @@ def strategy_rule_break(sweep: StrategySweep) -> RuleBreak | None:
     The sweep's scheduler and searcher are known names or configured objects (the Sweep checks
     those fields first). The rules: a warm start needs strategies that take one; each named
     strategy's own rule, the scheduler's first; a configured scheduler object's traits must be
-    known (see `scheduler_traits`).
+    known (see `scheduler_traits`), and must not exploit: an exploit replaces a trial's config
+    and weights through the trial loop, which only sweeplab's own PBT (``"pbt"``) asks.
     """
     scheduler, searcher = _scheduler_entry(sweep), _searcher_entry(sweep)
     entries = [entry for entry in (searcher, scheduler) if entry is not None]
@@ -66,7 +67,19 @@ def strategy_rule_break(sweep: StrategySweep) -> RuleBreak | None:
         traits = object_traits(sweep.scheduler, sweep.scheduler_traits)
         if isinstance(traits, RuleBreak):
             return traits
+        if traits.exploits:
+            return RuleBreak("scheduler", _EXPLOITS_RULE, sweep.scheduler)
     return None
+
+
+# Ray Tune's PopulationBasedTraining and PB2 exploit by reaching into Tune's own controller,
+# which sweeplab no longer runs (docs/search.md, "Population Based Training").
+_EXPLOITS_RULE = (
+    "must not be a configured scheduler that exploits trials (Ray Tune's PopulationBasedTraining "
+    "or PB2): they exploit through Ray Tune's own controller, and sweeplab runs its trial loop; "
+    "name scheduler='pbt' for sweeplab's synchronous PBT, which mutates every range and choice "
+    "of the space"
+)
 
 
 def _multi_objective_rule(
@@ -113,14 +126,9 @@ def scheduler_traits(scheduler: Any, *, declared: SchedulerTraits | None = None)
     return traits
 
 
-def build_scheduler(
-    sweep: StrategySweep,
-    on_exploit: ExploitHook | None = None,
-    *,
-    exploit_dir: str = "pbt-exploits",
-    max_running: int | None = None,
-) -> Any:
-    """The Tune scheduler of `sweep`; a configured scheduler object is used as given.
+def build_scheduler(sweep: StrategySweep, *, max_running: int | None = None) -> Any:
+    """The scheduler of `sweep` (Tune's classes and sweeplab's own, which the trial loop asks
+    as Tune's controller would); a configured scheduler object is used as given.
 
     ``max_running``: the sweep's concurrency, beyond which HyperBand and PBT resume no paused
     trial (see `ResumeWhenStalled`).
@@ -128,12 +136,7 @@ def build_scheduler(
     entry = _scheduler_entry(sweep)
     if entry is None:
         return sweep.scheduler
-    setup = SchedulerSetup(
-        on_exploit=on_exploit,
-        exploit_dir=exploit_dir,
-        max_running=max_running,
-    )
-    return entry.build(sweep, setup)
+    return entry.build(sweep, SchedulerSetup(max_running=max_running))
 
 
 def build_search(sweep: StrategySweep) -> TuneSearch:

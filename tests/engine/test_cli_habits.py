@@ -94,7 +94,6 @@ def test_preview_and_sweep_share_every_flag_that_changes_the_plan() -> None:
         "--no-live",
         "--stall-timeout",
         "--fail-on-stall",
-        "--engine",
     }
     assert options("sweep") - run_only <= options("preview")
     assert {"--num-trials", "--address", "--name", "--warm-start", "--pick"} <= options("preview")

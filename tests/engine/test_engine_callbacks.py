@@ -165,7 +165,7 @@ def schedulers() -> list[tuple[str, Any, tuple[bool, bool] | None]]:
         TrialScheduler,
     )
 
-    from sweeplab.strategies import LineagePBT
+    from sweeplab.strategies import build_scheduler
 
     class Custom(TrialScheduler):
         pass
@@ -174,6 +174,15 @@ def schedulers() -> list[tuple[str, Any, tuple[bool, bool] | None]]:
         pass
 
     pbt = {"time_attr": "training_iteration", "hyperparam_mutations": {"x": [1, 2]}}
+    named_pbt = sweeplab.Sweep(
+        name="s",
+        train_func=lambda config: None,
+        space={"x": sweeplab.uniform(0, 1)},
+        metric="loss",
+        mode="min",
+        scheduler="pbt",
+        searcher="random",
+    )
     return [
         ("fifo", FIFOScheduler(), (False, False)),
         ("asha", ASHAScheduler(max_t=4), (False, False)),
@@ -187,7 +196,7 @@ def schedulers() -> list[tuple[str, Any, tuple[bool, bool] | None]]:
         ("hyperband", HyperBandScheduler(max_t=4), (True, False)),
         ("bohb", HyperBandForBOHB(max_t=4), (True, False)),
         ("pbt", PopulationBasedTraining(**pbt), (True, True)),
-        ("lineage pbt", LineagePBT(exploit_dir="x", **pbt), (True, True)),
+        ("sweeplab's pbt", build_scheduler(named_pbt), (True, True)),
         # Traits are never guessed: another class must declare them (see tests/strategies).
         ("unknown", Custom(), None),
         ("fifo subclass", MyFIFO(), None),
@@ -206,35 +215,8 @@ def test_scheduler_traits_come_from_the_class() -> None:
         assert (traits.pauses, traits.exploits) == expected, name
 
 
-@pytest.mark.parametrize(
-    ("workers", "reuse_groups", "reuse"),
-    [(1, True, True), (2, True, True), (2, False, False)],
-    ids=["one-worker", "slots", "group-per-trial"],
-)
-def test_trial_actors_are_reused_unless_each_trial_starts_a_group(
-    workers: int, reuse_groups: bool, reuse: bool
-) -> None:
-    """Under every scheduler: a paused trial's next segment takes a kept actor (see
-    `ResumeWhenStalled`); only a per-trial group's driver, which aborts its group, is not."""
-    from sweeplab.engine import ResolvedSweep
-    from sweeplab.spec import Sweep
-
-    sweep = Sweep(
-        name="s",
-        train_func=lambda config: None,
-        space={"x": 1},
-        metric="loss",
-        mode="min",
-        workers_per_trial=workers,
-        reuse_groups=reuse_groups,
-    )
-    assert ResolvedSweep.trial_mode_of(sweep).reuses_trial_actors is reuse
-
-
 @pytest.mark.slow
-def test_callbacks_see_a_configured_asha_sweep_that_reuses_actors(
-    ray_local: None, in_tmp: Path
-) -> None:
+def test_callbacks_see_a_configured_asha_sweep(ray_local: None, in_tmp: Path) -> None:
     from ray.tune.schedulers import ASHAScheduler
     from toy_spec import progress_rows, write_spec
 
@@ -259,16 +241,15 @@ def test_callbacks_see_a_configured_asha_sweep_that_reuses_actors(
         live=False,
         track=False,
         callbacks=[recorder],
-        engine="tune",  # Tune's trial actors and log files
     )
     outcome = run_sweep(sweep, options)
     assert recorder.ends == [outcome]
     rows = progress_rows(outcome)
     assert sorted(recorder.views) == sorted(rows) and len(rows) == 6 == outcome.trials
-    # Tune's result files are written; its TensorBoard event files are not (MLflow has the data).
-    trial_dirs = [p for p in (outcome.storage_dir / "tune").iterdir() if p.is_dir()]
-    assert len(trial_dirs) == 6 and all((p / "result.json").is_file() for p in trial_dirs)
-    assert not list((outcome.storage_dir / "tune").glob("*/events.out.tfevents*"))
+    # Each trial's results are written (`trials/<id>/result.json`), no TensorBoard event file.
+    trials = outcome.storage_dir / "trials"
+    assert all((trials / trial_id / "result.json").is_file() for trial_id in rows)
+    assert not list(outcome.storage_dir.rglob("events.out.tfevents*"))
     pids = set()
     for trial_id, trial_rows in rows.items():
         events = recorder.of(trial_id)
@@ -279,7 +260,7 @@ def test_callbacks_see_a_configured_asha_sweep_that_reuses_actors(
         assert view.iteration == len(trial_rows)
         assert (view.status, view.iteration < 4) in (("TERMINATED", False), ("STOPPED", True))
         assert view.config == json.loads(trial_rows[0]["config_json"])  # decoded
-        pids.add(view.metrics["pid"])
+        pids.add(view.metrics["worker_pid"])
     assert any(recorder.of(t)[-1] == "stop" for t in rows), "ASHA stopped no trial early"
-    # A configured ASHA object reuses trial actors like "asha": 6 trials in fewer processes.
+    # A configured ASHA object runs on the slots like "asha": 6 trials in fewer processes.
     assert len(pids) < len(rows), pids

@@ -39,7 +39,6 @@ def test_preview_prints_the_plan_and_starts_nothing(tmp_path: Path) -> None:
         "trials reaching it",
         "2 worker(s) x {1 CPU}",
         "concurrency",
-        "engine: sweeplab's trial loop",
     ):
         assert expected in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["toy.py"], "preview wrote files"
@@ -48,12 +47,11 @@ def test_preview_prints_the_plan_and_starts_nothing(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "extra", [", workers_per_trial=2, reuse_groups=False", ", workers_per_trial=(1, 2)"]
 )
-def test_a_group_per_trial_runs_on_the_loop(tmp_path: Path, extra: str) -> None:
+def test_a_group_per_trial_is_previewed(tmp_path: Path, extra: str) -> None:
     spec = write_spec(tmp_path, GOOD + extra)
     result = cli("preview", str(spec), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "trainer groups: group-per-trial: a new trainer group per trial" in result.stdout
-    assert "engine: sweeplab's trial loop" in result.stdout
 
 
 BAD_SPECS = [
@@ -186,7 +184,7 @@ def test_warm_start_plan_is_printed_before_anything_starts(tmp_path: Path) -> No
     ]
 
 
-# A configured PBT object: it exploits through Tune's controller, so only Tune runs it.
+# A configured PBT object: it exploits through Tune's controller, which sweeplab does not run.
 TUNE_PBT = (
     'name="toy", space={"x": uniform(0, 1)}, metric="loss", mode="min", num_trials=4, '
     "max_iterations=4, scheduler=__import__('ray.tune.schedulers', fromlist=['_'])"
@@ -194,50 +192,26 @@ TUNE_PBT = (
 )
 
 
-def test_a_configured_pbt_object_runs_on_tune(tmp_path: Path) -> None:
-    from sweeplab.engine import SweepOptions, choose_engine
-    from sweeplab.spec import load_spec
-
-    spec = write_spec(tmp_path, TUNE_PBT)
-    result = cli("preview", str(spec), cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert "engine: Ray Tune's controller (a configured PBT or PB2 scheduler" in result.stdout
-    assert choose_engine(load_spec(spec), SweepOptions()) == "tune"
-    named_pbt = load_spec(write_spec(tmp_path, GOOD.replace('"asha"', '"pbt"'), name="named"))
-    assert choose_engine(named_pbt, SweepOptions()) == "loop"
-
-
-def test_the_loop_named_for_a_configured_pbt_object_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", ["sweep", "preview"])
+def test_a_configured_pbt_object_is_refused(tmp_path: Path, command: str) -> None:
     from refused import refused_line
 
     (tmp_path / "spec").mkdir()
     spec = write_spec(tmp_path / "spec", TUNE_PBT)
     work = tmp_path / "work"
     work.mkdir()
-    line = refused_line(["sweep", str(spec), "--engine", "loop", "--no-live"], work)
-    assert "Sweep field `scheduler`" in line
-    assert "cannot run in the trial loop as a configured object" in line
+    line = refused_line([command, str(spec), "--no-live"][: 3 if command == "sweep" else 2], work)
+    assert "Sweep field `scheduler` must not be a configured scheduler that exploits" in line
+    assert "name scheduler='pbt'" in line
 
 
-@pytest.mark.parametrize("engine", ["loop", "tune"])
-def test_resume_with_nothing_to_resume_is_refused(tmp_path: Path, engine: str) -> None:
+def test_a_sweep_run_on_tune_is_not_resumed(tmp_path: Path) -> None:
+    """A run folder of an earlier sweeplab, run on Ray Tune's controller: --resume says so."""
     from refused import refused_line
 
     (tmp_path / "spec").mkdir()
     spec = write_spec(tmp_path / "spec", GOOD)
     work = tmp_path / "work"
-    work.mkdir()
-    line = refused_line(["sweep", str(spec), "--engine", engine, "--no-live", "--resume"], work)
-    assert "holds no interrupted sweep to resume" in line
-
-
-def test_an_unknown_engine_is_refused(tmp_path: Path) -> None:
-    from sweeplab import SpecError
-    from sweeplab.engine import SweepOptions
-
-    with pytest.raises(SpecError, match=r"SweepOptions.engine must be one of 'loop', 'tune'"):
-        SweepOptions(engine="ray")
-    spec = write_spec(tmp_path, GOOD)
-    result = cli("sweep", str(spec), "--engine", "ray", cwd=tmp_path)
-    assert result.returncode == 2
-    assert "--engine" in result.stderr
+    (work / "sweeplab-runs" / "toy" / "run-20260101-000000-000000" / "tune").mkdir(parents=True)
+    line = refused_line(["sweep", str(spec), "--no-live", "--resume"], work)
+    assert "was run on Ray Tune's controller by an earlier sweeplab" in line

@@ -1,10 +1,9 @@
-"""`sweeplab sweep --engine loop`: the sweep run by sweeplab's own trial loop, end to end.
+"""`sweeplab sweep`: the sweep run by sweeplab's own trial loop, end to end.
 
-A real local Ray and a real MLflow SQLite store. The loop engine must record what the Tune
-engine records (a parent run, a child run per trial with its points and status), make the same
-sweep as Tune on one slot, and keep the faults the engine survives: a training function that
-fails once (retried from its checkpoint), one that always fails, one that returns early, one
-whose process is SIGKILLed (a fresh slot, retried), and one that diverges.
+A real local Ray and a real MLflow SQLite store. The loop must record a parent run and a child
+run per trial with its points and status, and keep the faults the engine survives: a training
+function that fails once (retried from its checkpoint), one that always fails, one that returns
+early, one whose process is SIGKILLed (a fresh slot, retried), and one that diverges.
 """
 
 from __future__ import annotations
@@ -52,59 +51,6 @@ def trials_of(uri: str, name: str) -> list[tuple[str, int, str]]:
         )
         rows.append((config, len(points), run.data.tags["sweeplab.status"]))
     return sorted(rows)
-
-
-SAME = """
-import ray.train
-
-import sweeplab
-from sweeplab import loguniform, uniform
-
-
-def train_func(config):
-    for iteration in range(1, 10):
-        loss = (config["x"] - 0.3) ** 2 + config["lr"] / iteration
-        ray.train.report({"loss": loss})
-
-
-sweep = sweeplab.Sweep(
-    name="same",
-    train_func=train_func,
-    space={"x": uniform(0, 1), "lr": loguniform(0.01, 1.0)},
-    metric="loss",
-    mode="min",
-    searcher="optuna",
-    scheduler="asha",
-    num_trials=9,
-    max_iterations=9,
-    seed=5,
-    max_concurrent_trials=1,
-)
-"""
-
-
-def test_the_loop_engine_makes_the_sweep_tune_makes(in_tmp: Path) -> None:
-    spec = in_tmp / "same.py"
-    spec.write_text(SAME)
-    made = {}
-    for engine in ("tune", "loop"):
-        folder = in_tmp / engine
-        folder.mkdir()
-        uri = store_uri(folder)
-        done = subprocess.run(
-            [sys.executable, "-m", "sweeplab.cli", "sweep", str(spec), "--engine", engine,
-             "--no-live", "--tracking-uri", uri, "--storage", str(folder / "runs")],
-            cwd=folder, env=ENV, capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        assert "same: 9 trials in" in done.stdout
-        assert (folder / "runs" / "same").glob("run-*/best_config.json")
-        made[engine] = trials_of(uri, "same")
-    statuses = {status for _, _, status in made["loop"]}
-    assert statuses == {"finished", "stopped_early"}, "the case stops no trial early"
-    # One slot: no timing decides an order, so both engines make the same configs and stop
-    # each trial at the same iteration.
-    assert made["loop"] == made["tune"]
 
 
 FAULTS = """
@@ -179,9 +125,7 @@ def test_faults_on_the_loop_engine_lose_nothing(in_tmp: Path) -> None:
     spec = in_tmp / "faults.py"
     spec.write_text(FAULTS.format(folder=str(in_tmp)))
     uri = store_uri(in_tmp)
-    options = SweepOptions(
-        spec_path=spec, storage=in_tmp / "runs", tracking_uri=uri, live=False, engine="loop"
-    )
+    options = SweepOptions(spec_path=spec, storage=in_tmp / "runs", tracking_uri=uri, live=False)
     outcome = run_sweep(load_spec(spec), options)
 
     assert outcome.trials == 6
@@ -215,9 +159,7 @@ def test_the_time_budget_ends_a_loop_sweep(in_tmp: Path) -> None:
         "    space={'x': uniform(0, 1)}, metric='loss', mode='min', searcher='random',\n"
         "    scheduler='fifo', num_trials=50, max_iterations=100, time_budget_s=4)\n"
     )
-    options = SweepOptions(
-        spec_path=spec, storage=in_tmp / "runs", live=False, track=False, engine="loop"
-    )
+    options = SweepOptions(spec_path=spec, storage=in_tmp / "runs", live=False, track=False)
     outcome = run_sweep(load_spec(spec), options)
     # 50 trials of 10 s each would take minutes; the budget ends the sweep after 4 s.
     assert outcome.wall_s < 30
@@ -245,7 +187,7 @@ def test_a_trial_that_reports_through_tune_report_is_said(in_tmp: Path) -> None:
     assert outcome.best["trial_id"] is None, "a trial without a report was picked"
     (warning,) = [w for w in outcome.warnings if "without a report" in w]
     assert warning.startswith("2 of 2 trial(s) finished without a report")
-    assert "`ray.train.report`" in warning and "--engine tune" in warning
+    assert "`ray.train.report`" in warning and "`ray.tune.report` reaches only" in warning
 
 
 STUCK = """
@@ -282,7 +224,7 @@ def test_the_stall_watchdog_watches_a_loop_sweep(
     spec.write_text(STUCK)
     started = time.monotonic()
     code = main(
-        ["sweep", str(spec), "--no-live", "--engine", "loop", "--storage", str(in_tmp / "runs"),
+        ["sweep", str(spec), "--no-live", "--storage", str(in_tmp / "runs"),
          "--tracking-uri", f"sqlite:///{in_tmp / 'mlflow.db'}", "--stall-timeout", "6",
          "--fail-on-stall"]
     )  # fmt: skip
@@ -312,7 +254,7 @@ def test_a_killed_loop_sweep_resumes_from_its_snapshot(in_tmp: Path) -> None:
     )  # two one-worker slots on the 2 CPUs: three rounds of two trials
     uri = store_uri(in_tmp)
     command = [sys.executable, "-m", "sweeplab.cli", "sweep", str(spec), "--no-live",
-               "--engine", "loop", "--tracking-uri", uri]  # fmt: skip
+               "--tracking-uri", uri]  # fmt: skip
     driver = subprocess.Popen(
         command, cwd=in_tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True,

@@ -6,11 +6,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from sweeplab import Sweep, grid, uniform
 from sweeplab.engine import ResolvedSweep, SweepOptions, apply_options, plan_resources
-from sweeplab.engine._driver import TrialSettings
 from sweeplab.engine._sinks import tracker_for
 
 
@@ -84,18 +81,6 @@ def test_options_and_plan_are_applied(tmp_path: Path) -> None:
     assert resolved.sweep_dir == tmp_path / "renamed"
     assert resolved.train_storage == str(tmp_path / "renamed" / "run-1" / "train")
     assert (resolved.tracking_uri, resolved.resume) == ("sqlite:///x.db", True)
-
-
-@pytest.mark.parametrize("slots", [(), ("a", "b")])
-def test_trial_settings_come_from_the_resolved_sweep(tmp_path: Path, slots: tuple) -> None:
-    resolved = resolve(tmp_path, metrics_from="mean", max_failures=2)
-    settings = TrialSettings.of(resolved, slots=slots)
-    assert settings.train_func is train_func
-    assert (settings.metric, settings.mode, settings.metrics_from) == ("loss", "max", "mean")
-    assert (settings.num_workers, settings.max_failures, settings.slots) == (2, 2, slots)
-    assert dict(settings.resources_per_worker) == {"CPU": 0.5}
-    assert settings.train_storage == resolved.train_storage
-    assert settings.decode({"x": 0.5, "k": 2}) == {"x": 0.5, "k": 2}
 
 
 def test_the_tracker_records_the_resolved_settings(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from toy_spec import progress_rows as results
 from toy_spec import run_toy_sweep as sweep
 from toy_spec import trial_errors
 
-from sweeplab.engine import ResolvedSweep, SweepOutcome, trial_plan
+from sweeplab.engine import SweepOutcome, trial_plan
 from sweeplab.spec import Sweep, load_spec
 from sweeplab.strategies import hyperband_brackets
 
@@ -68,26 +68,13 @@ def test_hyperband_brackets_match_tunes_scheduler() -> None:
 
 
 def test_preview_lines_say_what_the_scheduler_does() -> None:
-    sweep = _toy(scheduler="pbt", num_trials=8, max_iterations=12)
-    mode = ResolvedSweep.trial_mode_of(sweep)
-    _, _, summary = trial_plan(
-        sweep, concurrency=2, waiting_holds_nothing=mode.waiting_holds_nothing
-    )
-    assert summary.startswith("PBT: population 8, 2 at a time, synchronous rounds every 3 ")
-    assert "group per trial" not in summary
-    sweep = _toy(
-        scheduler="pbt",
-        num_trials=8,
-        max_iterations=12,
-        workers_per_trial=2,
-        reuse_groups=False,
-    )
-    mode = ResolvedSweep.trial_mode_of(sweep)
-    _, _, summary = trial_plan(
-        sweep, concurrency=2, waiting_holds_nothing=mode.waiting_holds_nothing
-    )
-    assert summary.startswith("PBT: population 8, synchronous rounds every 3 ")
-    assert summary.endswith("compares only the 2 trial(s) that run at once)")
+    # On the trial loop a waiting trial holds nothing, a group per trial included: its group
+    # starts only when it runs (`sweeplab preview` says so).
+    for extra in ({}, {"workers_per_trial": 2, "reuse_groups": False}):
+        sweep = _toy(scheduler="pbt", num_trials=8, max_iterations=12, **extra)
+        _, _, summary = trial_plan(sweep, concurrency=2, waiting_holds_nothing=True)
+        assert summary.startswith("PBT: population 8, 2 at a time, synchronous rounds every 3 ")
+        assert "that run at once" not in summary
     rungs, budget, summary = trial_plan(_toy(scheduler="hyperband"))
     assert summary.startswith("HyperBand: 3 bracket(s), 3/5/1 trials")
     assert "stops 3 trial(s) early" in summary

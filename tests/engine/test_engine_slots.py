@@ -37,8 +37,8 @@ def test_asha_stops_two_worker_trials_and_the_slot_runs_the_next(
     assert len(_pids(rows)) == 1
     for trial_rows in rows.values():  # each trial started from scratch, in its own folder
         assert [r["epoch"] for r in trial_rows] == list(range(len(trial_rows)))
-    # Each trial's first run: Tune's driver names it in `train/`, the loop in `trials/`.
-    runs = outcome.storage_dir / ("train" if (outcome.storage_dir / "tune").is_dir() else "trials")
+    # Each trial's first run, in `trials/`.
+    runs = outcome.storage_dir / "trials"
     folders = {p.name.rsplit("_", 1)[0] for p in runs.glob("*_0")}
     assert folders == set(rows)
 

@@ -35,19 +35,6 @@ def test_the_trial_mode_table(kwargs: dict[str, Any], mode: TrialMode) -> None:
 
 
 @pytest.mark.parametrize(
-    ("mode", "holds_nothing", "reuses"),
-    [
-        (TrialMode.IN_PROCESS, True, True),
-        (TrialMode.WARM_SLOT, True, True),
-        (TrialMode.GROUP_PER_TRIAL, False, False),
-    ],
-)
-def test_what_each_mode_implies(mode: TrialMode, holds_nothing: bool, reuses: bool) -> None:
-    assert mode.waiting_holds_nothing is holds_nothing
-    assert mode.reuses_trial_actors is reuses
-
-
-@pytest.mark.parametrize(
     ("kwargs", "text"),
     [
         ({"workers_per_trial": 2}, "warm-slot: 3 warm trial slot(s)"),

@@ -65,64 +65,8 @@ def test_fail_on_stall_names_the_stuck_trial_and_exits_1(
     trial_id = match.group(1)
     assert "limit 10s" in lines[0]
     (report,) = (in_tmp / "runs" / "stuck").glob("run-*/stall.txt")
-    trials = report.parent / ("tune" if (report.parent / "tune").is_dir() else "trials")
+    trials = report.parent / "trials"
     assert [p for p in trials.iterdir() if trial_id in p.name], "not a trial"
     assert trial_id in report.read_text()
     assert "CPU:" in report.read_text()  # what the cluster has free, from Ray
     assert trial_id in (report.parent / "ray.log").read_text()
-
-
-WAITING_SPEC = """
-from ray import tune
-
-import sweeplab
-
-
-def train_func(config):
-    tune.report({"loss": 1.0})
-
-
-sweep = sweeplab.Sweep(
-    train_func=train_func, name="starved", space={"x": 1}, metric="loss", mode="min",
-    num_trials=1, max_iterations=1,
-)
-"""
-
-
-def test_a_trial_waiting_for_cpus_another_actor_holds_is_named_with_the_wait(
-    ray_local: None, in_tmp: Path
-) -> None:
-    """A helper actor holds both CPUs of the local Ray: the trial's placement group stays
-    pending, and the line says so with the free CPUs."""
-    import ray
-
-    from sweeplab.engine import SweepOptions, SweepStalled, run_sweep
-    from sweeplab.spec import load_spec
-
-    @ray.remote(num_cpus=2)
-    class Hog:
-        def ready(self) -> bool:
-            return True
-
-    hog = Hog.remote()  # type: ignore[attr-defined]
-    ray.get(hog.ready.remote())
-    spec = in_tmp / "starved.py"
-    spec.write_text(WAITING_SPEC)
-    options = SweepOptions(
-        spec_path=spec,
-        storage=in_tmp / "runs",
-        live=False,
-        track=False,
-        stall_timeout_s=3,
-        fail_on_stall=True,
-        engine="tune",  # a pending trial's placement group (the loop's slots start first)
-    )
-    try:
-        with pytest.raises(SweepStalled) as raised:
-            run_sweep(load_spec(spec), options)
-    finally:
-        ray.kill(hog)
-    line = str(raised.value)
-    assert re.search(r"waiting for \S+ PENDING at iteration 0, no report yet;", line), line
-    assert "CPU 0/2 free" in line
-    assert "1 placement group(s) pending (CPU 1)" in line

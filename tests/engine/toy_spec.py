@@ -50,7 +50,7 @@ def train_func(config):
             "rank": ctx.get_world_rank(),
             "world_size": ctx.get_world_size(),
             "node": ray.get_runtime_context().get_node_id(),
-            "worker_pid": os.getpid(),  # Tune overwrites "pid" with its own actor's
+            "worker_pid": os.getpid(),
             "config_json": json.dumps(config, sort_keys=True),
         }
         with tempfile.TemporaryDirectory() as folder:
@@ -82,11 +82,8 @@ def write_spec(
     return path
 
 
-def run_toy_sweep(
-    tmp_path: Path, sweep_source: str, *, engine: str | None = None, **spec_kwargs: Any
-) -> Any:
-    """Writes a toy spec in `tmp_path` and runs it in-process (tracked into tmp_path's SQLite),
-    on `engine` (the default engine when None)."""
+def run_toy_sweep(tmp_path: Path, sweep_source: str, **spec_kwargs: Any) -> Any:
+    """Writes a toy spec in `tmp_path` and runs it in-process (tracked into tmp_path's SQLite)."""
     from sweeplab.engine import SweepOptions, run_sweep
     from sweeplab.spec import load_spec
 
@@ -96,31 +93,19 @@ def run_toy_sweep(
         storage=tmp_path / "runs",
         tracking_uri=store_uri(tmp_path),
         live=False,
-        **({} if engine is None else {"engine": engine}),
     )
     return run_sweep(load_spec(spec), options)
 
 
 def progress_rows(outcome: Any) -> dict[str, list[dict[str, Any]]]:
-    """The engine's own result rows of every trial, by trial id: Tune's progress.csv files, or
-    the loop engine's ``trials/<id>/result.json``.
-
-    (Tune's result.json can miss rows when a trial's artifact sync rewrites it; progress.csv
-    is written by the driver alone.)
-    """
+    """The engine's own result rows of every trial, by trial id: the trial loop's
+    ``trials/<id>/result.json``."""
     import json
-
-    import pandas as pd
 
     rows: dict[str, list[dict[str, Any]]] = {}
     for path in (outcome.storage_dir / "trials").glob("*/result.json"):
         records = [json.loads(line) for line in path.read_text().splitlines() if line]
         if records:
-            rows[str(records[0]["trial_id"])] = records
-    for path in (outcome.storage_dir / "tune").glob("*/progress.csv"):
-        frame = pd.read_csv(path, dtype={"trial_id": str, "origin": str, "node": str})
-        if len(frame):
-            records = frame.to_dict("records")
             rows[str(records[0]["trial_id"])] = records
     return rows
 
@@ -129,9 +114,9 @@ def trial_errors(outcome: Any) -> str:
     """The error files of the sweep's errored trials, for an assertion's message."""
     texts = [
         f"{path.parent.name}:\n{path.read_text(errors='replace')[-2000:]}"
-        for path in sorted((outcome.storage_dir / "tune").glob("*/error.txt"))
+        for path in sorted((outcome.storage_dir / "trials").glob("*/error.txt"))
     ]
-    return "\n".join(texts) or "(no error.txt in the sweep's Tune folder)"
+    return "\n".join(texts) or "(no error.txt in the sweep's trials folder)"
 
 
 def record_sweep(uri: str, storage: Path, name: str, trials: list[tuple]) -> None:

@@ -83,13 +83,8 @@ def write_spec(folder: Path, sweep: str, *, epochs: int, sleep: float) -> Path:
 
 
 def progress(storage: Path, name: str) -> list[list[dict[str, Any]]]:
-    import pandas as pd
-
     trials = []
-    for path in sorted(storage.glob(f"{name}/run-*/tune/*/progress.csv")):
-        frame = pd.read_csv(path, dtype={"nodes": str})
-        trials.append(frame.to_dict("records"))
-    for path in sorted(storage.glob(f"{name}/run-*/trials/*/result.json")):  # the loop engine's
+    for path in sorted(storage.glob(f"{name}/run-*/trials/*/result.json")):
         lines = path.read_text().splitlines()
         trials.append(
             [

@@ -207,11 +207,11 @@ def test_no_module_outside_raycompat_imports_a_private() -> None:
 def test_a_private_import_is_found() -> None:
     source = (
         "from mlflow.utils.uri import append_to_uri_path\nfrom ray.tune import Tuner\n"
-        "from ray.tune.trainable import wrap_function\n"
+        "from ray.train.v2._internal.callbacks.datasets import DatasetsCallback\n"
     )
     assert _private_imports(source) == {
         ("mlflow.utils.uri", "append_to_uri_path"),
-        ("ray.tune.trainable", "wrap_function"),
+        ("ray.train.v2._internal.callbacks.datasets", "DatasetsCallback"),
     }
 
 
@@ -244,23 +244,6 @@ def test_the_duplicate_result_key_is_tunes() -> None:
     from ray.tune.result import RESULT_DUPLICATE
 
     assert keys.TUNE_DUPLICATE_RESULT_KEY == RESULT_DUPLICATE
-
-
-def test_an_ended_trials_statistics_are_emptied_and_start_anew() -> None:
-    from ray.tune.experiment import Trial
-
-    trial = Trial("__fake", stub=True)
-    for step in range(1, 12):
-        trial.update_last_result({"training_iteration": step, "loss": 1.0 / step})
-    state = trial.run_metadata.get_json_state()
-    assert trial.metric_analysis["loss"]["last-5-avg"] > 0
-    raycompat.forget_trial_statistics(trial)
-    assert trial.metric_analysis == {} and trial.metric_n_steps == {}
-    assert len(trial.run_metadata.get_json_state()) < len(state) / 2  # its snapshot shrank
-    assert trial.last_result["loss"] == 1.0 / 11  # what sweeplab reads stays
-    trial.update_last_result({"training_iteration": 12, "loss": 0.5})  # a restarted trial
-    assert trial.metric_analysis["loss"]["last-5-avg"] == 0.5
-    raycompat.forget_trial_statistics(object())  # anything else: nothing to do
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the rows are Linux functions")

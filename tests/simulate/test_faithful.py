@@ -1,8 +1,9 @@
 """The simulator is faithful: on real Ray, `run_sweep` makes the same trials and stops them alike.
 
-Each case runs one small, deterministic sweep twice: on a local Ray through `run_sweep`, one
-trial at a time, with a training function that reports a fixed learning curve; and through
-`sweeplab.simulate` with one worker, against the same curve. The searcher is seeded, so both
+Each case runs one small, deterministic sweep twice: on a local Ray through `run_sweep` (the
+engine `sweeplab sweep` runs: the trial loop on warm slots), one trial at a time, with a
+training function that reports a fixed learning curve; and through `sweeplab.simulate` with one
+worker, against the same curve. The searcher is seeded, so both
 must make the same configs in the same order, and the scheduler must stop each trial at the
 same iteration.
 """
@@ -10,7 +11,6 @@ same iteration.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -87,18 +87,13 @@ def the_curve() -> Any:
 
 
 def real_trials(storage_dir: Path) -> list[tuple[dict[str, Any], int]]:
-    """(config, reports) of each trial Tune ran, in the order the searcher made them."""
-    import pandas as pd
-
+    """(config, reports) of each trial the sweep ran, in the order the searcher made them (the
+    loop numbers its trials ``<prefix>_00000``, ``<prefix>_00001``, ...)."""
     trials = []
-    for path in (storage_dir / "tune").glob("*/progress.csv"):
-        frame = pd.read_csv(path, dtype={"trial_id": str, "config_json": str})
-        trial_id = str(frame["trial_id"].iloc[0])
-        # Tune names a trial's folder `<trainable>_<trial_id>_<n>_...`, n counting from 1.
-        match = re.search(rf"_{re.escape(trial_id)}_(\d+)_", path.parent.name)
-        assert match, path.parent.name
-        assert list(frame["training_iteration"]) == list(range(1, len(frame) + 1))
-        trials.append((int(match.group(1)), json.loads(frame["config_json"].iloc[0]), len(frame)))
+    for path in (storage_dir / "trials").glob("*/result.json"):
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line]
+        assert [row["training_iteration"] for row in rows] == list(range(1, len(rows) + 1))
+        trials.append((path.parent.name, json.loads(rows[0]["config_json"]), len(rows)))
     return [(config, reports) for _, config, reports in sorted(trials, key=lambda t: t[0])]
 
 
@@ -139,9 +134,7 @@ def test_real_ray_and_the_simulator_agree(
 
     outcome = run_sweep(
         sweep,
-        SweepOptions(
-            spec_path=spec, storage=in_tmp / "runs", live=False, track=False, engine="tune"
-        ),
+        SweepOptions(spec_path=spec, storage=in_tmp / "runs", live=False, track=False),
     )
     assert outcome.errored == 0
     assert real_trials(outcome.storage_dir) == expected

@@ -10,8 +10,8 @@ import pytest
 from test_simulate import make
 
 from sweeplab import SpecError, choice, randint
-from sweeplab.loop._pbt import _explore
 from sweeplab.simulation import Simulation, simulate
+from sweeplab.strategies._sync_pbt import _explore
 
 
 def by_late(config: dict[str, Any], iteration: int) -> tuple[dict[str, float], float]:
@@ -110,7 +110,7 @@ def test_a_configured_pbt_object_is_refused() -> None:
     from ray.tune.schedulers import PopulationBasedTraining
 
     scheduler = PopulationBasedTraining(hyperparam_mutations={"late": [1.0, 2.0]})
-    with pytest.raises(SpecError, match=r"`scheduler` cannot run in the trial loop as a config"):
+    with pytest.raises(SpecError, match=r"`scheduler` must not be a configured scheduler that"):
         simulate(make(scheduler=scheduler), by_late)
 
 

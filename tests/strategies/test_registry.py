@@ -206,7 +206,7 @@ def test_strategies_that_keep_the_rules_are_accepted(changes: dict[str, Any]) ->
 @pytest.mark.parametrize("name", list(SCHEDULERS))
 def test_a_named_schedulers_traits_are_those_of_what_it_builds(name: str) -> None:
     sweep = make(scheduler=name, searcher="random")
-    built = build_scheduler(sweep, exploit_dir="unused")
+    built = build_scheduler(sweep)
     assert scheduler_traits(name) == SCHEDULERS[name].traits
     assert scheduler_traits(built) == SCHEDULERS[name].traits
 
@@ -236,20 +236,47 @@ def test_a_fifo_subclass_is_not_taken_for_fifo() -> None:
     [
         SchedulerTraits(pauses=True, exploits=False),
         SchedulerTraits(pauses=False, exploits=False),
-        SchedulerTraits(pauses=True, exploits=True),
     ],
 )
 @pytest.mark.parametrize("where", ["field", "object", "class"])
 def test_declared_traits_are_the_schedulers(traits: SchedulerTraits, where: str) -> None:
+    sweep = _declaring(traits, where)
+    assert scheduler_traits(sweep.scheduler, declared=sweep.scheduler_traits) == traits
+
+
+def _declaring(traits: SchedulerTraits, where: str) -> Sweep:
     if where == "field":
-        sweep = make(scheduler=custom_scheduler(), scheduler_traits=traits)
-    elif where == "object":
+        return make(scheduler=custom_scheduler(), scheduler_traits=traits)
+    if where == "object":
         scheduler = custom_scheduler()
         scheduler.sweeplab_traits = traits
-        sweep = make(scheduler=scheduler)
+        return make(scheduler=scheduler)
+    return make(scheduler=custom_scheduler(sweeplab_traits=traits))
+
+
+@pytest.mark.parametrize("where", ["field", "object", "class"])
+def test_a_configured_scheduler_that_exploits_is_refused(where: str) -> None:
+    """Only sweeplab's own PBT exploits through the trial loop: an object that says it
+    exploits (declared, or Tune's PBT and PB2 by class) is refused with the way out."""
+    with pytest.raises(SpecError) as caught:
+        _declaring(SchedulerTraits(pauses=True, exploits=True), where)
+    text = str(caught.value)
+    assert text.startswith("Sweep field `scheduler` must not be a configured scheduler that ")
+    assert "name scheduler='pbt'" in text
+
+
+@pytest.mark.parametrize("cls", ["PopulationBasedTraining", "PB2"])
+def test_tunes_pbt_objects_are_refused(cls: str) -> None:
+    if cls == "PB2":
+        from ray.tune.schedulers.pb2 import PB2
+
+        scheduler = PB2(hyperparam_bounds={"lr": [0.1, 0.2]})
     else:
-        sweep = make(scheduler=custom_scheduler(sweeplab_traits=traits))
-    assert scheduler_traits(sweep.scheduler, declared=sweep.scheduler_traits) == traits
+        from ray.tune.schedulers import PopulationBasedTraining
+
+        scheduler = PopulationBasedTraining(hyperparam_mutations={"lr": [0.1, 0.2]})
+    with pytest.raises(SpecError, match=r"Ray Tune's PopulationBasedTraining or PB2\): they"):
+        make(scheduler=scheduler)
 
 
 def test_the_field_overrides_a_tune_class_and_an_attribute() -> None:

@@ -10,26 +10,26 @@ workers run :func:`slot_worker_loop` instead of one function. The loop takes the
 
 Inside an assignment, ``ray.train.report`` goes to the host instead of Train: each rank's
 report waits until every rank has reported the same step, the host hands the aggregated result
-to the trial's Tune driver, and the ranks go on only once Tune has decided the trial continues.
+to the trial loop's backend, and the ranks go on only once the loop has decided the trial
+continues.
 A stopped, paused or exploited trial therefore leaves ``train_func`` at a report on every rank
 together, and no rank is left waiting in a collective.
 
-    Tune trial (driver, no CPU) --submit--> SlotHost --next_assignment--> workers (rank 0..N-1)
+    SlotBackend (the loop) --submit--> SlotHost --next_assignment--> workers (rank 0..N-1)
             ^                                  |  <------ report(step, rank, metrics) ------
             +--------- next_event -------------+  ------- "continue" / "leave" ------------>
 
 The parts, one module each: ``_protocol`` (the assignment, decisions and report keys they
 exchange), ``_host`` (:class:`SlotHost`), ``_worker`` (the loop each rank runs), ``_pool``
-(starting and closing a sweep's slots), ``_client`` (the Tune trial's side) and ``_in_process``
-(a slot for one-worker trials of the trial loop: the trial runs in the host actor itself).
+(starting and closing a sweep's slots) and ``_in_process`` (a slot for one-worker trials: the
+trial runs in the host actor itself).
 """
 
 from __future__ import annotations
 
-from sweeplab.engine.slots._client import run_in_slot, stop_current_run
 from sweeplab.engine.slots._host import SlotHost
 from sweeplab.engine.slots._in_process import InProcessHost, start_in_process_hosts
-from sweeplab.engine.slots._pool import ReleasePausedTrial, close_slots, slot_name, start_slots
+from sweeplab.engine.slots._pool import close_slots, slot_name, start_slots
 from sweeplab.engine.slots._protocol import CONTINUE, LEAVE, Assignment
 
 __all__ = [
@@ -37,12 +37,9 @@ __all__ = [
     "LEAVE",
     "Assignment",
     "InProcessHost",
-    "ReleasePausedTrial",
     "SlotHost",
     "close_slots",
-    "run_in_slot",
     "slot_name",
     "start_in_process_hosts",
     "start_slots",
-    "stop_current_run",
 ]

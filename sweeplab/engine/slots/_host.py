@@ -9,6 +9,7 @@ restarted group (a new worker process for a rank) and a rank that failed alone.
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -20,7 +21,25 @@ from sweeplab.engine.slots._protocol import LEAVE, Assignment
 from sweeplab.engine.slots._worker import slot_worker_loop
 from sweeplab.keys import GROUP_RESTARTS_KEY, WORKERS_KEY
 
-__all__ = ["SlotHost"]
+__all__ = ["SlotHost", "aggregate_metrics"]
+
+
+def aggregate_metrics(worker_metrics: list[dict[str, Any]], metrics_from: str) -> dict[str, Any]:
+    """Rank 0's metrics, or the mean of each numeric metric over the workers."""
+    first = dict(worker_metrics[0])
+    if metrics_from != "mean" or len(worker_metrics) == 1:
+        return first
+    for key, value in first.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        values = [m.get(key) for m in worker_metrics]
+        numbers = [
+            float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)
+        ]
+        if len(numbers) == len(values):
+            first[key] = math.fsum(numbers) / len(numbers)
+    return first
+
 
 # A rank raised and the others did not follow within this time: they may sit in a collective
 # that will never complete, so the group is restarted (Train kills and restarts its workers).
@@ -208,26 +227,6 @@ class SlotHost:
                     run.awaiting = None
             self._cond.notify_all()
 
-    def release(self, trial_id: str) -> None:
-        """Ends `trial_id`'s run at the report it waits in: a scheduler paused the trial.
-
-        Tune keeps a paused trial's actor for reuse, blocked in that report, and a trial that
-        waits for a slot is placed already, so it never takes that actor: a run left going
-        held the slot for ever (a PBT population larger than the slots hung after one round).
-        The paused trial resumes from its checkpoint, on whichever slot is free then.
-        """
-        with self._cond:
-            if self._pending is not None and self._pending.trial_id == trial_id:
-                self._pending = None
-                self._owner = None
-            run = self._run
-            if run is not None and run.assignment.trial_id == trial_id:
-                run.stopped = True
-                if run.awaiting is not None:
-                    run.decisions[run.awaiting] = LEAVE
-                    run.awaiting = None
-            self._cond.notify_all()
-
     def _run_of(self, seq: int) -> _Run | None:
         if self._run is not None and self._run.assignment.seq == seq:
             return self._run
@@ -309,7 +308,6 @@ class SlotHost:
         checkpoint: str | None,
     ) -> str:
         """One rank's report; returns once Tune decided whether the trial goes on."""
-        from sweeplab.engine._driver import _aggregate as aggregate_metrics
 
         step = (generation, index)
         with self._cond:

@@ -10,7 +10,7 @@ from typing import Any
 
 from sweeplab.engine.slots._host import SlotHost
 
-__all__ = ["ReleasePausedTrial", "close_slots", "slot_name", "start_slots", "wait_until_ready"]
+__all__ = ["close_slots", "slot_name", "start_slots", "wait_until_ready"]
 
 logger = logging.getLogger(__name__)
 
@@ -114,34 +114,3 @@ def close_slots(hosts: list[Any], timeout_s: float = 10.0) -> None:
     for host in hosts:
         with contextlib.suppress(Exception):
             ray.kill(host)
-
-
-class ReleasePausedTrial:
-    """A scheduler's ``on_pause`` hook on slots: the slot running the paused trial ends its run.
-
-    See `SlotHost.release` for why. Tune pickles the scheduler, and with it this hook: it keeps
-    the slots' names and looks their actors up again after a restore.
-    """
-
-    def __init__(self, names: tuple[str, ...]) -> None:
-        self.names = tuple(names)
-        self._hosts: list[Any] | None = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"names": self.names}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        ReleasePausedTrial.__init__(self, state["names"])
-
-    def __call__(self, trial_id: str) -> None:
-        import ray
-
-        if self._hosts is None:
-            hosts = []
-            for name in self.names:
-                with contextlib.suppress(ValueError):  # a slot already closed
-                    hosts.append(ray.get_actor(name))
-            self._hosts = hosts
-        for host in self._hosts:
-            with contextlib.suppress(Exception):
-                host.release.remote(trial_id)  # not awaited: the slot of another trial ignores it

@@ -1,4 +1,4 @@
-"""Synchronous Population Based Training as a decision of the trial loop.
+"""Synchronous Population Based Training as a decision of sweeplab's trial loop (``"pbt"``).
 
 Ray Tune's ``PopulationBasedTraining`` exploits by reaching into Tune's controller and trial
 (``_schedule_trial_save``, ``pause_trial``, the trial's checkpoint manager), so it runs only
@@ -11,8 +11,8 @@ each live trial has reached the round's iteration; the last to arrive runs the r
 trials are ranked by their score at the round; each of the bottom quantile takes a donor drawn
 from the top quantile, the donor's config explored (each mutated value redrawn with
 ``resample_probability``, else perturbed: a range times 0.8 or 1.2, a choice shifted to a
-neighbour) and the donor's checkpoint. The trial that completed the round trains on (as
-sweeplab's `LineagePBT` does under Tune) unless it was exploited itself; the paused ones resume
+neighbour) and the donor's checkpoint. The trial that completed the round trains on (Tune's
+would pause it with the rest) unless it was exploited itself; the paused ones resume
 in the order of their iterations. Differences from Tune's, each a choice:
 
 - Draws come from one ``random.Random(seed)``, so a seeded sweep exploits the same way each
@@ -30,7 +30,13 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sweeplab.loop._trial import CONTINUE, PAUSE, PAUSED, PENDING, TERMINATED, LoopTrial
+from sweeplab.strategies._traits import SchedulerTraits
+
+# The trial loop's decisions and trial states (`sweeplab.loop`), which are Tune's.
+CONTINUE, PAUSE = "CONTINUE", "PAUSE"
+PENDING, PAUSED, TERMINATED = "PENDING", "PAUSED", "TERMINATED"
+# A trial of the loop (`sweeplab.loop.LoopTrial`): the loop sits above the strategies.
+LoopTrial = Any
 
 __all__ = ["LoopPBT"]
 
@@ -62,6 +68,9 @@ class LoopPBT:
         resample_probability: The chance that a mutated value is drawn afresh.
         seed: Seeds every draw of the rounds; None: an unseeded generator.
     """
+
+    # It pauses trials for its rounds and exploits through the loop (`scheduler_traits`).
+    sweeplab_traits = SchedulerTraits(pauses=True, exploits=True)
 
     def __init__(
         self,
