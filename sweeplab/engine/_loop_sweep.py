@@ -4,12 +4,12 @@ The trials train on warm slots (`slot_loop`: a one-worker trial in its slot's ho
 one in a Train group), and each trial event reaches the same sinks as under Tune: the loop's
 observer (`LoopSweepEvents`) tells the engine's `SweepEvents`, which tells the MLflow tracker
 (or, untracked, an in-memory ranking), the live table and the sweep's callbacks. A warm start's
-configs are suggested first, as under Tune. A trial that needs a group of its own (an elastic
+configs are suggested first. A trial that needs a group of its own (an elastic
 group, ``reuse_groups=False``) starts one for each run. A killed sweep resumes (``--resume``)
 from the loop's own snapshot (`_loop_state`), its trials' child runs found again and their
 results read back from each trial's ``result.json``. The stall watchdog
-watches the loop's events as it watches Tune's, and looks at its clock whenever the backend's
-wait for the runs returns (at least every 5 s).
+watches the loop's events, looks at its clock whenever the backend's wait for the runs returns
+(at least every 5 s), and while the trial slots wait for resources to start.
 """
 
 from __future__ import annotations
@@ -200,7 +200,7 @@ def run_on_loop(
 ) -> SweepOutcome:
     """Runs the resolved sweep on the connected Ray through the trial loop; see the module.
 
-    A warm start's configs are suggested first (`build_search`), as under Tune.
+    A warm start's configs are suggested first (`build_search`).
     """
     from sweeplab.engine._events import SweepEvents
     from sweeplab.engine._orphans import OrphanGroupReaper
@@ -237,11 +237,13 @@ def run_on_loop(
         write_json(resolved.run_dir / "sweep.json", resolved.sweep_json())
         if warm_start is not None:
             write_json(resolved.run_dir / "warm_start.json", warm_start.to_dict())
+        watchdog.setup()  # the slots' start is watched: resources another job holds stall it
         with slot_loop(
             resolved.sweep,
             storage=resolved.run_dir,
             slots=plan.concurrency,
             search=build_search(resolved.sweep, warm_start),
+            on_wait=watchdog.slots_wait,
         ) as loop:
             snapshots = LoopSnapshots(resolved.run_dir)
             observer = LoopSweepEvents(
@@ -254,7 +256,7 @@ def run_on_loop(
             backend.tick = observer.tick
             if resolved.resume:
                 backend.checkpoints = restore_loop(loop, resolved.run_dir, observer.folder)
-            watchdog.setup()
+            watchdog.setup()  # the slots are up: their start was no silence of the trials
             if resolved.time_budget_s is not None:
                 loop.deadline = started + resolved.time_budget_s
             if tracker is not None:

@@ -72,6 +72,7 @@ def slot_loop(
     budget_iterations: int | None = None,
     in_process: bool | None = None,
     search: TuneSearch | None = None,
+    on_wait: Callable[[int, int], None] | None = None,
 ) -> Iterator[TrialLoop]:
     """The trial loop of `sweep` on `slots` warm slots of the connected Ray cluster.
 
@@ -80,11 +81,13 @@ def slot_loop(
     write their checkpoints under ``storage/trials``. Call `TrialLoop.run` inside.
 
     A one-worker trial runs in its slot's host actor itself (`InProcessHost`: no trainer
-    group, the worker's resources reserved by the host), as the engine runs one-worker trials
-    in their Tune actor; `in_process` overrides that choice (False: a one-worker group).
+    group, the worker's resources reserved by the host); `in_process` overrides that choice
+    (False: a one-worker group).
     Where each trial needs a group of its own (`TrialMode.GROUP_PER_TRIAL`) no slot starts on
     entry: each run starts one, at most `slots` at once, and shuts it when it leaves.
     `search` replaces the search the sweep's strategy builds (a warm-started one).
+    `on_wait(pending, total)` is told every few seconds while slots wait for their resources
+    to start, on entry or for a run (the engine's stall watchdog raises from it to fail).
 
     Raises:
         SpecError: If the sweep's strategy cannot run in the loop (a configured PBT object, a
@@ -111,6 +114,7 @@ def slot_loop(
                 use_gpu=sweep.use_gpu,
                 resources_per_worker=sweep.worker_resources,
                 storage=str(storage / "slots"),
+                on_wait=on_wait,
             )
         return start_slots(
             names=names,
@@ -120,6 +124,7 @@ def slot_loop(
             resources_per_worker=sweep.worker_resources,
             placement_strategy=sweep.placement_strategy,
             storage=str(storage / "slots"),
+            on_wait=on_wait,
         )
 
     per_run = mode is TrialMode.GROUP_PER_TRIAL

@@ -8,8 +8,10 @@ waits for and the resources Ray cannot give, writes the details (every live tria
 placement groups, actors not yet alive, free and total resources) to ``stall.txt`` in the run
 folder and to ``ray.log``, and with ``--fail-on-stall`` ends the sweep with `SweepStalled`.
 
-It is a Tune callback: Tune's control loop calls it at every step (about ten a second, whether
-or not anything happens), so it needs no thread of its own.
+The trial loop's observer tells it of each trial event and lets it look at its clock whenever
+the backend's wait for the runs returns (at least every 5 s); while the sweep's trial slots wait
+for resources to start, their start lets it look every 5 s (`slots_wait`). It needs no thread of
+its own.
 """
 
 from __future__ import annotations
@@ -124,7 +126,7 @@ class StallWatchdog(Callback):
         StallWatchdog.__init__(self, StallClock(timeout_s=inf), report_path=Path(), say=_mute)
 
     def setup(self, **info: Any) -> None:
-        self.clock.restart(self._now())  # Tune starts: building the Tuner was no silence
+        self.clock.restart(self._now())  # the watch begins: no silence counted before
 
     def _activity(self) -> None:
         self.clock.activity(self._now())
@@ -150,22 +152,34 @@ class StallWatchdog(Callback):
         self._last_report.pop(trial.trial_id, None)
 
     def on_step_begin(self, iteration: int, trials: list[Any], **info: Any) -> None:
+        self.check(trials)
+
+    def slots_wait(self, pending: int, total: int) -> None:
+        """Looks at the clock while `pending` of the sweep's `total` trial slots wait for
+        their resources to start (`sweeplab.engine.slot_loop`'s ``on_wait``)."""
+        self.check([], waiting=f"{pending} of {total} trial slot(s) to start")
+
+    def check(self, trials: list[Any], *, waiting: str | None = None) -> None:
+        """Says (and with ``fail``, raises `SweepStalled`) a stall once the silence passes the
+        limit; the line names `waiting`, else the unfinished trials of `trials`."""
         now = self._now()
         if not self.clock.stalled(now):
             return
-        line = self.stall_line(trials, now)
+        line = self.stall_line(trials, now, waiting=waiting)
         self.stalls.append(line)
         self.say(line)
         if self.fail:
             raise SweepStalled(line)
 
-    def stall_line(self, trials: list[Any], now: float) -> str:
+    def stall_line(self, trials: list[Any], now: float, *, waiting: str | None = None) -> str:
         """The one line of a stall; writes its details to the report and the log."""
         silence, limit = self.clock.silence_s(now), self.clock.limit_s
         phrases = describe_trials(trials, now, self._last_report)
         named = "; ".join(phrases[:_NAMED_TRIALS]) or "no unfinished trial"
         if len(phrases) > _NAMED_TRIALS:
             named += f"; +{len(phrases) - _NAMED_TRIALS} more"
+        if waiting is not None:
+            named = waiting
         cluster, waits = self._cluster()
         line = (
             f"sweep stalled: no trial reported, started or ended for {silence:.0f}s "

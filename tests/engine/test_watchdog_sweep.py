@@ -70,3 +70,67 @@ def test_fail_on_stall_names_the_stuck_trial_and_exits_1(
     assert trial_id in report.read_text()
     assert "CPU:" in report.read_text()  # what the cluster has free, from Ray
     assert trial_id in (report.parent / "ray.log").read_text()
+
+
+WAITING_SPEC = """
+import ray.train
+
+import sweeplab
+
+
+def train_func(config):
+    ray.train.report({"loss": 1.0})
+
+
+sweep = sweeplab.Sweep(
+    train_func=train_func, name="starved", space={"x": 1}, metric="loss", mode="min",
+    num_trials=1, max_iterations=1,
+)
+"""
+
+
+@pytest.mark.timeout(120)  # a slot start the watchdog does not see waits for ever
+def test_a_slot_waiting_for_cpus_another_actor_holds_is_named_with_the_wait(
+    ray_local: None, in_tmp: Path
+) -> None:
+    """A helper actor holds both CPUs of the local Ray: the sweep's one-worker slot cannot
+    start, the stall line says so with the free CPUs, and no slot is left waiting after it."""
+    import ray
+    from ray.util.state import list_actors
+
+    from sweeplab.engine import SweepOptions, SweepStalled, run_sweep
+    from sweeplab.spec import load_spec
+
+    @ray.remote(num_cpus=2)
+    class Hog:
+        def ready(self) -> bool:
+            return True
+
+    hog = Hog.remote()  # type: ignore[attr-defined]
+    ray.get(hog.ready.remote())
+    spec = in_tmp / "starved.py"
+    spec.write_text(WAITING_SPEC)
+    options = SweepOptions(
+        spec_path=spec,
+        storage=in_tmp / "runs",
+        live=False,
+        track=False,
+        stall_timeout_s=3,
+        fail_on_stall=True,
+    )
+    try:
+        with pytest.raises(SweepStalled) as raised:
+            run_sweep(load_spec(spec), options)
+        address = ray.get_runtime_context().gcs_address
+        waiting = [
+            a
+            for a in list_actors(address=address, filters=[("state", "!=", "DEAD")], timeout=10)
+            if a.class_name == "InProcessHost"
+        ]
+    finally:
+        ray.kill(hog)
+    line = str(raised.value)
+    assert "waiting for 1 of 1 trial slot(s) to start;" in line, line
+    assert "CPU 0/2 free" in line
+    assert "actor(s) not started: InProcessHost" in line
+    assert waiting == [], "a slot was left waiting for the CPUs"

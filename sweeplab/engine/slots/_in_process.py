@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeplab.engine.slots._host import SlotHost
-from sweeplab.engine.slots._pool import wait_until_ready
+from sweeplab.engine.slots._pool import WaitHook, wait_until_ready
 from sweeplab.engine.slots._protocol import LEAVE, Assignment
 from sweeplab.engine.slots._worker import LeaveTrial, free_memory
 
@@ -90,8 +90,10 @@ def start_in_process_hosts(
     use_gpu: bool,
     resources_per_worker: Mapping[str, float],
     storage: str,
+    on_wait: WaitHook | None = None,
 ) -> list[Any]:
-    """Starts one in-process slot per name, each reserving one worker's resources."""
+    """Starts one in-process slot per name, each reserving one worker's resources (`on_wait`:
+    see `wait_until_ready`)."""
     import ray
 
     resources = {
@@ -114,5 +116,5 @@ def start_in_process_hosts(
         )
         for name in names
     ]
-    wait_until_ready(hosts)
+    wait_until_ready(hosts, on_wait)
     return hosts

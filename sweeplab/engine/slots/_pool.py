@@ -10,7 +10,7 @@ from typing import Any
 
 from sweeplab.engine.slots._host import SlotHost
 
-__all__ = ["close_slots", "slot_name", "start_slots", "wait_until_ready"]
+__all__ = ["WaitHook", "close_slots", "slot_name", "start_slots", "wait_until_ready"]
 
 logger = logging.getLogger(__name__)
 
@@ -18,6 +18,9 @@ logger = logging.getLogger(__name__)
 # sweep, and after how long it says what it waits for.
 _REAP_EVERY_S = 5.0
 _SAY_AFTER_S = 30.0
+
+# Told ``(pending, total)`` while a sweep's slots wait to start.
+WaitHook = Callable[[int, int], None]
 
 
 def slot_name(prefix: str, index: int) -> str:
@@ -34,8 +37,12 @@ def start_slots(
     resources_per_worker: Mapping[str, float],
     placement_strategy: str,
     storage: str,
+    on_wait: WaitHook | None = None,
 ) -> list[Any]:
-    """Starts one slot per name (their groups come up in the background); returns the actors."""
+    """Starts one slot per name (their groups come up in the background); returns the actors.
+
+    `on_wait` is told while they wait to start (see `wait_until_ready`).
+    """
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -63,18 +70,33 @@ def start_slots(
         )
         for name in names
     ]
-    wait_until_ready(hosts)
+    wait_until_ready(hosts, on_wait)
     return hosts
 
 
-def wait_until_ready(hosts: list[Any]) -> None:
+def wait_until_ready(hosts: list[Any], on_wait: WaitHook | None = None) -> None:
     """Waits until each slot's host has started.
 
     A host that reserves resources (an in-process slot's CPU) waits while something else holds
     them: another sweep on the same Ray, or a placement group orphaned by a killed sweep's slot
     or a lost node (see `sweeplab.engine._orphans`). Orphaned groups are removed every few
-    seconds while the hosts wait, and after 30 s the wait is said in one warning line.
+    seconds while the hosts wait, and after 30 s the wait is said in one warning line. Each few
+    seconds `on_wait(pending, total)` is told how many hosts still wait (the sweep's stall
+    watchdog looks at its clock). Whatever ends the wait early (`on_wait` raising, an
+    interrupt, a host that failed) ends the hosts too: none is left waiting for resources.
     """
+    import ray
+
+    try:
+        _wait(hosts, on_wait)
+    except BaseException:
+        for host in hosts:
+            with contextlib.suppress(Exception):
+                ray.kill(host)
+        raise
+
+
+def _wait(hosts: list[Any], on_wait: WaitHook | None) -> None:
     import ray
 
     from sweeplab.engine._orphans import remove_orphaned_groups
@@ -88,6 +110,8 @@ def wait_until_ready(hosts: list[Any]) -> None:
             return
         with contextlib.suppress(Exception):  # housekeeping never stops a sweep
             remove_orphaned_groups()
+        if on_wait is not None:
+            on_wait(len(pending), len(hosts))
         if not said and time.monotonic() - started > _SAY_AFTER_S:
             said = True
             logger.warning(
