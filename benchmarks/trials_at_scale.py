@@ -86,7 +86,8 @@ def train_func(config):
 
 sweep = sweeplab.Sweep(
     name="many", train_func=train_func, space={{"x": uniform(0, 1)}}, metric="loss",
-    mode="min", scheduler="asha", num_trials={trials}, max_iterations={reports}, seed=0,
+    mode="min", searcher="random", scheduler="asha", num_trials={trials},
+    max_iterations={reports}, seed=0,
 )
 """
 

@@ -244,6 +244,7 @@ def run_on_loop(
             slots=plan.concurrency,
             search=build_search(resolved.sweep, warm_start),
             on_wait=watchdog.slots_wait,
+            keep_reports=False,  # the sinks have each report: the driver stays flat
         ) as loop:
             snapshots = LoopSnapshots(resolved.run_dir)
             observer = LoopSweepEvents(

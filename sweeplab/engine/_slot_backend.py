@@ -73,6 +73,7 @@ def slot_loop(
     in_process: bool | None = None,
     search: TuneSearch | None = None,
     on_wait: Callable[[int, int], None] | None = None,
+    keep_reports: bool = True,
 ) -> Iterator[TrialLoop]:
     """The trial loop of `sweep` on `slots` warm slots of the connected Ray cluster.
 
@@ -88,6 +89,7 @@ def slot_loop(
     `search` replaces the search the sweep's strategy builds (a warm-started one).
     `on_wait(pending, total)` is told every few seconds while slots wait for their resources
     to start, on entry or for a run (the engine's stall watchdog raises from it to fail).
+    `keep_reports` False: an ended trial keeps only its last result (see `TrialLoop`).
 
     Raises:
         SpecError: If the sweep's strategy cannot run in the loop (a configured PBT object, a
@@ -97,7 +99,12 @@ def slot_loop(
     mode = ResolvedSweep.trial_mode_of(sweep)
     storage = Path(storage)
     loop = sweep_loop(
-        sweep, _NoBackendYet(), workers=slots, budget_iterations=budget_iterations, search=search
+        sweep,
+        _NoBackendYet(),
+        workers=slots,
+        budget_iterations=budget_iterations,
+        search=search,
+        keep_reports=keep_reports,
     )
     prefix = f"sweeplab-loop-{sweep.name}-{time.time_ns()}"
     pickle_spec_by_value(sweep)

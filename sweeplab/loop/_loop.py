@@ -90,6 +90,11 @@ class TrialLoop:
             controller lets ended trials go under a scheduler that only stops trials: Tune's
             ``choose_trial_to_run`` scans every trial it is given at each start, which made a
             sweep's per-trial cost grow with its length. `trials` keeps them all.
+        keep_reports: Whether every report is kept: in `reports`, and in each ended trial's
+            own ``reports`` (the simulator's record). False (the engine's sweeps): an ended
+            trial keeps only its last result, `reports` stays empty, and `report_count`
+            counts them, so the driver's memory does not grow with the reports of a long
+            sweep.
     """
 
     def __init__(
@@ -108,6 +113,7 @@ class TrialLoop:
         max_pending: int | None = None,
         max_failures: int = 0,
         release_ended: bool = False,
+        keep_reports: bool = True,
     ) -> None:
         self._flatten = flatten_result
         self.scheduler = scheduler
@@ -127,6 +133,8 @@ class TrialLoop:
         self.live: dict[LoopTrial, None] = {}  # insertion-ordered set
         self.running = 0
         self.reports: list[LoopReport] = []
+        self.keep_reports = keep_reports
+        self.report_count = 0
         self.stopped_all = False
         self.observer = LoopObserver()  # the engine sets its own
         self.deadline: float | None = None  # a time budget's end (time.monotonic())
@@ -151,7 +159,7 @@ class TrialLoop:
             trial.outcome = "finished"  # paused at its last iteration, then stopped
         self.scheduler.on_trial_remove(self, trial)
         self.source.on_trial_complete(trial.trial_id)
-        self.observer.on_trial_end(trial)
+        self._told_ended(trial)
 
     def flatten(self, result: dict[str, Any]) -> dict[str, Any]:
         """`result` flattened as Tune flattens what it hands schedulers and searchers."""
@@ -204,7 +212,7 @@ class TrialLoop:
 
     def _budget_spent(self) -> bool:
         """The iteration budget or the time budget (checked at each report) is spent."""
-        if self.budget is not None and len(self.reports) >= self.budget:
+        if self.budget is not None and self.report_count >= self.budget:
             return True
         return self.deadline is not None and time.monotonic() >= self.deadline
 
@@ -253,7 +261,9 @@ class TrialLoop:
         iteration = len(trial.reports) + 1
         trial.time_total_s += seconds
         trial.reports.append((metrics, time_s))
-        self.reports.append((trial.trial_id, iteration, metrics, time_s))
+        self.report_count += 1
+        if self.keep_reports:
+            self.reports.append((trial.trial_id, iteration, metrics, time_s))
         result: dict[str, Any] = {
             **metrics,
             "training_iteration": iteration,
@@ -318,7 +328,7 @@ class TrialLoop:
         self._end(trial)
         self.scheduler.on_trial_error(self, trial)
         self.source.on_trial_complete(trial.trial_id, error=True)
-        self.observer.on_trial_end(trial)
+        self._told_ended(trial)
 
     def _complete(self, trial: LoopTrial) -> None:
         """Tune's ``stop_trial`` of a running trial: the scheduler and the searcher learn it."""
@@ -332,7 +342,14 @@ class TrialLoop:
             # No result yet: as Tune treats a trial that never ran.
             self.scheduler.on_trial_remove(self, trial)
             self.source.on_trial_complete(trial.trial_id)
+        self._told_ended(trial)
+
+    def _told_ended(self, trial: LoopTrial) -> None:
+        """The observer learns that `trial` ended; then, unless reports are kept, the trial
+        keeps only its last result."""
         self.observer.on_trial_end(trial)
+        if not self.keep_reports:
+            trial.reports = []
 
     def _end(self, trial: LoopTrial) -> None:
         trial.status = TERMINATED

@@ -280,11 +280,13 @@ def sweep_loop(
     workers: int,
     budget_iterations: int | None = None,
     search: TuneSearch | None = None,
+    keep_reports: bool = True,
 ) -> TrialLoop:
     """The trial loop of `sweep` on `backend`: its scheduler and search as `sweeplab sweep`
     builds them, `workers` trials at once. Call `TrialLoop.run`, then `TrialLoop.close`.
 
     `search` replaces the search the strategy builds: the engine passes a warm-started one.
+    `keep_reports`: see `TrialLoop` (the engine keeps only each ended trial's last result).
 
     Raises:
         SpecError: If the sweep's strategy cannot run in the loop (a configured PBT object, a
@@ -312,4 +314,5 @@ def sweep_loop(
         max_pending=simulated_max_pending(sweep, source),
         max_failures=sweep.max_failures,
         release_ended=scheduler_traits(sweep.scheduler, declared=sweep.scheduler_traits).only_stops,
+        keep_reports=keep_reports,
     )

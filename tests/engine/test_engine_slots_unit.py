@@ -131,6 +131,21 @@ def test_a_raising_rank_fails_the_trial_while_the_others_wait_in_a_report(
     assert kind == "error" and "boom" in message
 
 
+def test_a_run_stopped_before_any_rank_took_it_is_done_at_once(tmp_path: Path) -> None:
+    """The loop ended a trial whose run still waits for the slot's ranks (a time budget spent
+    under load): the run never starts, its driver hears `done`, and the slot is free. (The
+    driver used to poll such a run for ever: the sweep hung.)"""
+    host = _host()
+    assert host.claim("t0") is None
+    seq = host.submit("t0", _fields(tmp_path))
+    host.stop(seq)
+    assert host.next_event(seq, None, timeout_s=0.5) == ("done", None)
+    assert host.claim("t1") is None
+    host.submit("t1", _fields(tmp_path))
+    assignment = host.next_assignment(0, 2, "w0")  # the ranks get the next trial, not t0
+    assert assignment is not None and assignment.trial_id == "t1"
+
+
 def test_a_restarted_group_continues_the_trial_from_its_latest_checkpoint(
     tmp_path: Path,
 ) -> None:

@@ -214,11 +214,26 @@ class SlotHost:
                 self._cond.wait(remaining)
 
     def stop(self, seq: int) -> None:
-        """Ends the run at its next report (Tune stopped, paused or exploited the trial)."""
+        """Ends the run at its next report (the loop stopped, paused or exploited the trial).
+
+        A run that no rank has taken yet never starts: it is done at once, and says so to
+        the driver's next `next_event` (which would otherwise wait for it for ever).
+        """
         with self._cond:
             if self._pending is not None and self._pending.seq == seq:
+                dropped = _Run(
+                    self._pending,
+                    TopKCheckpoints(
+                        metric=self._pending.metric,
+                        mode=self._pending.mode,
+                        keep=self._pending.checkpoints_to_keep,
+                    ),
+                    latest_checkpoint=self._pending.checkpoint,
+                )
                 self._pending = None
                 self._owner = None
+                dropped.events.append(("done", None))
+                self._remember_finished(dropped)
             run = self._run_of(seq)
             if run is not None:
                 run.stopped = True
@@ -377,15 +392,19 @@ class SlotHost:
         if run is None:
             return
         run.events.append(event)
-        run.closed = True
-        self._finished[run.assignment.seq] = run
-        if len(self._finished) > 8:
-            self._finished.pop(min(self._finished))
+        self._remember_finished(run)
         self._run = None
         self._owner = None
         self._workers = {}
         self.trials_run += 1
         self._cond.notify_all()
+
+    def _remember_finished(self, run: _Run) -> None:
+        """Keeps an ended run (its last events) for the driver's next `next_event`."""
+        run.closed = True
+        self._finished[run.assignment.seq] = run
+        if len(self._finished) > 8:
+            self._finished.pop(min(self._finished))
 
     def close(self) -> None:
         with self._cond:
