@@ -203,13 +203,10 @@ def run_on_loop(
     A warm start's configs are suggested first (`build_search`).
     """
     from sweeplab.engine._events import SweepEvents
-    from sweeplab.engine._orphans import OrphanGroupReaper
-    from sweeplab.engine._watchdog import StallWatchdog
     from sweeplab.tracking import UntrackedRanking
 
     sinks = wire_sinks(resolved, options)
-    watchdog = next(c for c in sinks.tune_callbacks if isinstance(c, StallWatchdog))
-    reaper = next(c for c in sinks.tune_callbacks if isinstance(c, OrphanGroupReaper))
+    watchdog, reaper = sinks.watchdog, sinks.reaper
     tracker = sinks.tracker
     ranking = None
     if tracker is None:

@@ -21,7 +21,6 @@ __all__ = [
     "ray_session",
     "runtime_env",
     "start_local_ray",
-    "tune_logs_without_tensorboard",
 ]
 
 DEFAULT_STORAGE = "sweeplab-runs"
@@ -141,27 +140,6 @@ def ray_session(*, address: str | None, spec_dir: Path | None, log_path: Path) -
         finally:
             if started_here:
                 ray.shutdown()
-
-
-# Tune adds a CSV, a JSON and a TensorBoard logger to a run unless this is "1". A sweep passes
-# the first two itself (Tune's result files, which sweeplab reads) and leaves out TensorBoard's:
-# MLflow holds the metrics, and the TensorBoard logger imports tensorboardX and torch into the
-# driver (2.5 s) and writes an event file per trial.
-AUTO_LOGGERS_ENV = "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"
-
-
-@contextlib.contextmanager
-def tune_logs_without_tensorboard() -> Iterator[None]:
-    """While Tune's ``fit`` runs: no loggers added by Tune (the sweep passes its own)."""
-    saved = os.environ.get(AUTO_LOGGERS_ENV)
-    os.environ[AUTO_LOGGERS_ENV] = "1"
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop(AUTO_LOGGERS_ENV, None)
-        else:
-            os.environ[AUTO_LOGGERS_ENV] = saved
 
 
 def quiet_libraries() -> None:

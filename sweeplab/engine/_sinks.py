@@ -1,7 +1,8 @@
-"""Wiring a sweep's sinks: the tracker, the live table, the sweep callbacks, and Tune's callbacks.
+"""Wiring a sweep's sinks: the tracker, the live table, the sweep callbacks, the stall watchdog
+and the orphaned-group reaper.
 
-Each sink is made once per execution of a sweep, in the process that runs (or resumes) it, and
-reaches Tune through one plain Tune callback (`SweepEvents`), which a resumed Tuner gets anew.
+Each sink is made once per execution of a sweep, in the process that runs (or resumes) it; the
+trial loop's observer tells them of each trial event (`sweeplab.engine._loop_sweep`).
 """
 
 from __future__ import annotations
@@ -9,15 +10,16 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sweeplab.engine._callbacks import SweepCallback
 from sweeplab.engine._display import LiveTable
 from sweeplab.engine._resolved import ResolvedSweep
 
 if TYPE_CHECKING:
-    from sweeplab.engine._events import SweepEvents
+    from sweeplab.engine._orphans import OrphanGroupReaper
     from sweeplab.engine._runner import SweepOptions
+    from sweeplab.engine._watchdog import StallWatchdog
     from sweeplab.tracking import SweepTracker
 
 __all__ = ["Sinks", "live", "tracker_for", "wire_sinks"]
@@ -62,33 +64,29 @@ class Sinks:
         table: The live table (a sweep callback).
         tracker: The MLflow tracker (the caller starts it); None for an untracked sweep.
         callbacks: The sweep callbacks, the live table first, then those of ``SweepOptions``.
-        events: The sweep's Tune callback, which tells all of them of each trial event.
-        tune_callbacks: What goes into Tune's ``RunConfig(callbacks=...)``.
+        watchdog: The stall watchdog (`StallWatchdog`).
+        reaper: What removes placement groups orphaned by a dead trainer group's controller.
     """
 
     table: LiveTable
     tracker: SweepTracker | None
     callbacks: tuple[SweepCallback, ...]
-    events: SweepEvents
-    tune_callbacks: tuple[Any, ...]
+    watchdog: StallWatchdog
+    reaper: OrphanGroupReaper
 
 
 def wire_sinks(resolved: ResolvedSweep, options: SweepOptions) -> Sinks:
-    """Makes the sinks of `resolved` and the Tune callbacks that feed them, as `options` asks:
-    a tracker if ``options.track``, and ``options.callbacks`` after the live table.
+    """Makes the sinks of `resolved`, as `options` asks: a tracker if ``options.track``, and
+    ``options.callbacks`` after the live table.
 
     The tracker is not started: the caller starts it (`SweepTracker.start`) before the sweep
     runs, and finishes it after.
 
-    The stall watchdog (`StallWatchdog`) is one of the Tune callbacks: ``options.stall_timeout_s``
-    is its fixed limit (None: adaptive), and with ``options.fail_on_stall`` a stall ends the
-    sweep.
+    The stall watchdog (`StallWatchdog`): ``options.stall_timeout_s`` is its fixed limit (None:
+    adaptive), and with ``options.fail_on_stall`` a stall ends the sweep.
     """
     track, callbacks = options.track, options.callbacks
     stall_timeout_s, fail_on_stall = options.stall_timeout_s, options.fail_on_stall
-    from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
-
-    from sweeplab.engine._events import SweepEvents
     from sweeplab.engine._orphans import OrphanGroupReaper
     from sweeplab.engine._stall import StallClock
     from sweeplab.engine._watchdog import StallWatchdog
@@ -102,34 +100,18 @@ def wire_sinks(resolved: ResolvedSweep, options: SweepOptions) -> Sinks:
         objectives=resolved.sweep.objectives,
         constraints=resolved.sweep.constraints,
     )
-    every = (table, *callbacks)
-    events = SweepEvents(
-        every,
-        tracker=tracker,
-        max_iterations=resolved.max_iterations,
-        decode=resolved.config_decoder(),
-        metric=resolved.metric,
-    )
     return Sinks(
         table=table,
         tracker=tracker,
-        callbacks=every,
-        events=events,
-        tune_callbacks=(
-            events,
-            # Tune's own result files (progress.csv, result.json). Its TensorBoard event files
-            # are not written (see `tune_logs_without_tensorboard`): MLflow holds the metrics.
-            CSVLoggerCallback(),
-            JsonLoggerCallback(),
-            OrphanGroupReaper(),
-            StallWatchdog(
-                StallClock(timeout_s=stall_timeout_s),
-                report_path=resolved.run_dir / "stall.txt",
-                log_path=resolved.ray_log,
-                say=_say,
-                fail=fail_on_stall,
-            ),
+        callbacks=(table, *callbacks),
+        watchdog=StallWatchdog(
+            StallClock(timeout_s=stall_timeout_s),
+            report_path=resolved.run_dir / "stall.txt",
+            log_path=resolved.ray_log,
+            say=_say,
+            fail=fail_on_stall,
         ),
+        reaper=OrphanGroupReaper(),
     )
 
 

@@ -71,6 +71,19 @@ class _Run:
     in_report: set[int] = dataclasses.field(default_factory=set)  # ranks waiting in `report`
     closed: bool = False  # the driver has been told how the run ended
 
+    @classmethod
+    def of(cls, assignment: Assignment) -> _Run:
+        """A run of `assignment`, from its checkpoint, keeping its top checkpoints."""
+        return cls(
+            assignment,
+            TopKCheckpoints(
+                metric=assignment.metric,
+                mode=assignment.mode,
+                keep=assignment.checkpoints_to_keep,
+            ),
+            latest_checkpoint=assignment.checkpoint,
+        )
+
 
 class SlotHost:
     """The actor that owns one warm slot: its trainer group and the trial running on it.
@@ -221,15 +234,7 @@ class SlotHost:
         """
         with self._cond:
             if self._pending is not None and self._pending.seq == seq:
-                dropped = _Run(
-                    self._pending,
-                    TopKCheckpoints(
-                        metric=self._pending.metric,
-                        mode=self._pending.mode,
-                        keep=self._pending.checkpoints_to_keep,
-                    ),
-                    latest_checkpoint=self._pending.checkpoint,
-                )
+                dropped = _Run.of(self._pending)
                 self._pending = None
                 self._owner = None
                 dropped.events.append(("done", None))
@@ -266,15 +271,7 @@ class SlotHost:
                 if run is None and self._pending is not None:
                     assignment = self._pending
                     self._pending = None
-                    self._run = _Run(
-                        assignment,
-                        TopKCheckpoints(
-                            metric=assignment.metric,
-                            mode=assignment.mode,
-                            keep=assignment.checkpoints_to_keep,
-                        ),
-                        latest_checkpoint=assignment.checkpoint,
-                    )
+                    self._run = _Run.of(assignment)
                     self._workers = {rank: worker}
                     return assignment
                 if self._closing:
