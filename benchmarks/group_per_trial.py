@@ -19,13 +19,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks._fresh import run_fresh
 from benchmarks._machine import machine
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,22 +99,8 @@ print(json.dumps({"wall_s": wall, "trials": outcome.trials, "errored": outcome.e
 
 def run_arm(arm: str, trials: int) -> dict[str, Any]:
     """Runs one arm in a fresh process; returns its figures."""
-    with tempfile.TemporaryDirectory(prefix=f"sweeplab-per-trial-{arm}-") as tmp:
-        folder = Path(tmp)
-        reuse = arm == "slots"
-        (folder / "spec.py").write_text(
-            SPEC.format(reports=REPORTS, sleep=SLEEP_S, trials=trials, reuse=reuse)
-        )
-        done = subprocess.run(
-            [sys.executable, "-c", ARM, str(folder)],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=1800,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"arm {arm} failed:\n{done.stderr[-3000:]}")
-        return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    spec = SPEC.format(reports=REPORTS, sleep=SLEEP_S, trials=trials, reuse=arm == "slots")
+    return run_fresh(arm, ARM, spec)
 
 
 def _callback_check() -> None:

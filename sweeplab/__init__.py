@@ -23,11 +23,12 @@ from sweeplab.space import (
     uniform,
 )
 from sweeplab.spec import Sweep, load_spec
-from sweeplab.strategies import SchedulerTraits
+from sweeplab.strategies import PBT, SchedulerTraits
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "PBT",
     "AddressError",
     "OptunaSearcher",
     "ResourceError",

@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--storage",
         type=Path,
         default=Path(DEFAULT_STORAGE),
-        help=f"folder for checkpoints, Tune state and logs (default: ./{DEFAULT_STORAGE})",
+        help=f"folder for checkpoints, the sweep's state and logs (default: ./{DEFAULT_STORAGE})",
     )
     sweep.add_argument(
         "--resume", action="store_true", help="continue the latest interrupted run of this sweep"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import time
 from pathlib import Path
 from typing import Any
@@ -105,7 +106,8 @@ def restore_loop(loop: TrialLoop, run_dir: Path, trials_dir: Path) -> dict[Any, 
     as the snapshot left them.
 
     Raises:
-        SpecError: If the run folder holds no snapshot (the sweep was killed before its first).
+        SpecError: If the run folder holds no snapshot (the sweep was killed before its first),
+            or one this sweeplab cannot read (written by a version with other classes).
     """
     import cloudpickle
 
@@ -115,8 +117,15 @@ def restore_loop(loop: TrialLoop, run_dir: Path, trials_dir: Path) -> dict[Any, 
             f"--resume: {run_dir} holds no {STATE_FILE} (the sweep was stopped before its "
             "first snapshot); run it again without --resume."
         )
-    with path.open("rb") as file:
-        state = cloudpickle.load(file)
+    try:
+        with path.open("rb") as file:
+            state = cloudpickle.load(file)
+    except (ImportError, AttributeError, EOFError, pickle.UnpicklingError) as error:
+        # Written by a sweeplab whose classes this one no longer has (or not whole).
+        raise SpecError(
+            f"--resume: {path} cannot be read by this sweeplab ({type(error).__name__}: "
+            f"{error}); run the sweep again without --resume (its ended trials stay in MLflow)."
+        ) from None
     # A driver killed while it wrote: a snapshot's temporary file left (the snapshot itself is
     # the previous one, whole), or the journal's last line cut short, which the lines this
     # sweep appends next would follow on the same line, unreadable.

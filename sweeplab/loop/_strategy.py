@@ -196,10 +196,7 @@ class AlgorithmSource:
         return None if trial is None else (trial.trial_id, trial.config)
 
     def is_finished(self) -> bool:
-        # PBT's population generator is finished only once its Tune trials are, which the
-        # loop never runs: it says apart whether it made them all.
-        made_all = getattr(self.algorithm, "made_all_trials", None)
-        return bool(made_all() if made_all is not None else self.algorithm.is_finished())
+        return bool(self.algorithm.is_finished())
 
     def set_finished(self) -> None:
         self.algorithm.set_finished()

@@ -42,7 +42,6 @@ from sweeplab.raycompat import (
 from sweeplab.raycompat._ledger import LibcUse, PrivateUse, SchemaUse
 from sweeplab.raycompat._libc import LIBC_USES, libc_function
 from sweeplab.raycompat._loader import (
-    prepared_data_loader,
     run_when_imported,
     time_prepared_loader_fetches,
 )
@@ -105,7 +104,6 @@ __all__ = [
     "mlflow_schema_mismatch",
     "optuna_study",
     "placement_groups_with_creators",
-    "prepared_data_loader",
     "rest_get",
     "route_train_calls_in_process",
     "run_artifact_uri",

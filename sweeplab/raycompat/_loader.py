@@ -13,7 +13,6 @@ from sweeplab.raycompat._ledger import PrivateUse
 
 __all__ = [
     "USES",
-    "prepared_data_loader",
     "run_when_imported",
     "time_prepared_loader_fetches",
 ]
@@ -43,15 +42,6 @@ USES: tuple[PrivateUse, ...] = (
         "_WrappedDataLoader.next_batch",
         None,
         "None once the epoch's data is exhausted: the data-wait window closes",
-        purpose="essential",
-        feature="the data-wait metric",
-    ),
-    PrivateUse(
-        _LOADER_MODULE,
-        "_WrappedDataLoader.__init__",
-        ("base_dataloader", "device", "auto_transfer"),
-        "builds the loader `prepare_data_loader` returns outside a Train worker, so a fast "
-        "test can time its fetches; `prepare_data_loader` needs a Train session",
         purpose="essential",
         feature="the data-wait metric",
     ),
@@ -128,10 +118,3 @@ def run_when_imported(name: str, then: Callable[[Any], None]) -> None:
         then(module)
         return
     sys.meta_path.insert(0, _AfterImport(name, then))
-
-
-def prepared_data_loader(loader: Any, device: Any) -> Any:
-    """`loader` wrapped as `prepare_data_loader` wraps it on `device` (no transfer; for tests)."""
-    from ray.train.torch.train_loop_utils import _WrappedDataLoader
-
-    return _WrappedDataLoader(loader, device, auto_transfer=False)

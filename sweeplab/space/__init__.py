@@ -24,7 +24,7 @@ from sweeplab.space._decode import decode_config
 from sweeplab.space._hyperopt import compile_to_hyperopt, encode_for_hyperopt
 from sweeplab.space._optuna import compile_to_optuna, encode_for_optuna, optuna_distribution
 from sweeplab.space._optuna_searcher import OptunaSearcher, rung_min_points
-from sweeplab.space._pbt import pbt_explore_fn, pbt_mutations
+from sweeplab.space._pbt import pbt_explore_fn, pbt_mutable_paths, pbt_mutations
 from sweeplab.space._primitives import (
     Choice,
     Conditional,
@@ -78,6 +78,7 @@ __all__ = [
     "loguniform",
     "optuna_distribution",
     "pbt_explore_fn",
+    "pbt_mutable_paths",
     "pbt_mutations",
     "qloguniform",
     "quniform",

@@ -8,7 +8,7 @@ bounds. :func:`pbt_explore_fn` projects every explored config back into the spac
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from sweeplab.space._primitives import (
@@ -23,7 +23,7 @@ from sweeplab.space._primitives import (
 from sweeplab.space._space import Space
 from sweeplab.space._walk import SpaceWalk, split_option
 
-__all__ = ["pbt_explore_fn", "pbt_mutations"]
+__all__ = ["pbt_explore_fn", "pbt_mutable_paths", "pbt_mutations"]
 
 
 class _ResampleRange:
@@ -38,33 +38,67 @@ class _ResampleRange:
 
 
 class _Mutations(SpaceWalk):
-    """The mutation of each node (None for a constant); groups without one are left out."""
+    """The mutation of each node (None for a constant, or one not in `only`); groups without
+    one are left out."""
+
+    def __init__(self, only: Collection[str] | None = None) -> None:
+        self.only = None if only is None else frozenset(only)
 
     def group(self, tree: Mapping[str, Any], path: str, value: Any) -> dict[str, Any]:
         children = super().group(tree, path, value)
         return {key: m for key, m in children.items() if m is not None and m != {}}
 
+    def _kept(self, path: str) -> bool:
+        return self.only is None or path in self.only
+
     def range(self, param: FloatRange | IntRange, path: str, value: Any) -> Any:
-        return _ResampleRange(param)
+        return _ResampleRange(param) if self._kept(path) else None
 
     def choice(self, param: Choice, path: str, value: Any) -> Any:
-        return [thaw(o) for o in param.options]
+        return [thaw(o) for o in param.options] if self._kept(path) else None
 
     def conditional(self, param: Conditional, path: str, value: Any) -> Any:
-        return {"name": list(param.branches)}
+        return {"name": list(param.branches)} if self._kept(path) else None
 
 
-def pbt_mutations(space: Space | Mapping[str, Any]) -> dict[str, Any]:
+class _MutablePaths(SpaceWalk):
+    """The dotted path of every range, choice and conditional choice (not inside a branch)."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+
+    def range(self, param: FloatRange | IntRange, path: str, value: Any) -> None:
+        self.paths.append(path)
+
+    def choice(self, param: Choice, path: str, value: Any) -> None:
+        self.paths.append(path)
+
+    def conditional(self, param: Conditional, path: str, value: Any) -> None:
+        self.paths.append(path)
+
+
+def pbt_mutable_paths(space: Space | Mapping[str, Any]) -> list[str]:
+    """What PBT can mutate in `space`, by dotted path: each range and choice, and each
+    conditional choice by its own path (a new option draws its branch afresh)."""
+    walk = _MutablePaths()
+    walk.walk(Space(space).params)
+    return walk.paths
+
+
+def pbt_mutations(
+    space: Space | Mapping[str, Any], *, only: Collection[str] | None = None
+) -> dict[str, Any]:
     """Returns ``hyperparam_mutations`` for ``ray.tune.schedulers.PopulationBasedTraining``.
 
     In final config shape: a range maps to a callable that resamples it within bounds (PBT then
     either resamples or multiplies by a perturbation factor); a ``choice``/``grid`` maps to its
     options (PBT resamples or shifts to a neighbour); a conditional choice maps to
     ``{"name": [options]}`` (PBT switches the option; :func:`pbt_explore_fn` then resamples the
-    new branch). Constants are not mutated. Always pass ``custom_explore_fn=pbt_explore_fn(space)``
-    too: Ray does not clip perturbed values.
+    new branch). Constants are not mutated, nor, where `only` is given, any parameter whose
+    path (see :func:`pbt_mutable_paths`) it does not hold. Always pass
+    ``custom_explore_fn=pbt_explore_fn(space)`` too: Ray does not clip perturbed values.
     """
-    return _Mutations().walk(Space(space).params)
+    return _Mutations(only).walk(Space(space).params) or {}
 
 
 class _Project(SpaceWalk):

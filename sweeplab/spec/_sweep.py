@@ -13,7 +13,7 @@ from sweeplab._numbers import is_finite_number
 from sweeplab.errors import SpecError
 from sweeplab.pareto import Constraint, Objective, parse_constraint, parse_pick
 from sweeplab.space import OptunaSearcher
-from sweeplab.strategies import SchedulerTraits, strategy_rule_break
+from sweeplab.strategies import PBT, SchedulerTraits, strategy_rule_break
 
 __all__ = ["PLACEMENT_STRATEGIES", "SCHEDULERS", "SEARCHERS", "Sweep"]
 
@@ -57,7 +57,9 @@ class Sweep:
             several reports a trial, else ``"random"``; see `sweeplab.strategies.default_strategy`).
         scheduler: ``"fifo"``, ``"asha"``, ``"adaptive-asha"`` (ASHA whose first rung stops
             trials only once it is seen to keep the best ones), ``"hyperband"``, ``"median"``,
-            ``"pbt"`` or a configured ``ray.tune.schedulers.TrialScheduler``. Left out: the best
+            ``"pbt"``, a `sweeplab.PBT` (``"pbt"`` with its interval, quantile, resample
+            probability or mutated parameters set; ``"pbt"`` is ``PBT()``) or a configured
+            ``ray.tune.schedulers.TrialScheduler``. Left out: the best
             measured for the sweep's kind (``"adaptive-asha"`` with one metric, ``"asha"`` with
             several, ``"fifo"`` with one report a trial or a grid). After construction both
             fields hold what runs, and ``defaulted`` names those the defaults filled.
@@ -167,9 +169,11 @@ class Sweep:
             )
         if isinstance(self.scheduler, str):
             _check_one_of("scheduler", self.scheduler, SCHEDULERS)
-        elif not hasattr(self.scheduler, "on_trial_result"):
+        elif not isinstance(self.scheduler, PBT) and not hasattr(self.scheduler, "on_trial_result"):
             _fail(
-                "scheduler", f"must be one of {SCHEDULERS} or a Ray Tune scheduler", self.scheduler
+                "scheduler",
+                f"must be one of {SCHEDULERS}, a sweeplab.PBT or a Ray Tune scheduler",
+                self.scheduler,
             )
         self._check_workers()
         if not isinstance(self.use_gpu, bool):
@@ -246,7 +250,7 @@ class Sweep:
                     f"`scheduler` (the defaults chose {self.scheduler!r}, which has its own)",
                     self.scheduler_traits,
                 )
-            if isinstance(self.scheduler, str):
+            if isinstance(self.scheduler, (str, PBT)):
                 _fail(
                     "scheduler_traits",
                     f"declares a configured scheduler object's traits; the named scheduler "
@@ -405,6 +409,8 @@ class Sweep:
 
     @property
     def scheduler_name(self) -> str:
+        if isinstance(self.scheduler, PBT):
+            return self.scheduler.describe()
         return self.scheduler if isinstance(self.scheduler, str) else type(self.scheduler).__name__
 
     def replace(self, **changes: Any) -> Sweep:

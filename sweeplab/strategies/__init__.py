@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from sweeplab.strategies._builders import SchedulerSetup
 from sweeplab.strategies._defaults import DEFAULTS_DOC, StrategyChoice, default_strategy
+from sweeplab.strategies._pbt_settings import PBT, names_pbt, pbt_settings
 from sweeplab.strategies._registry import (
     SCHEDULERS,
     SEARCHERS,
@@ -53,7 +54,6 @@ if TYPE_CHECKING:
     from sweeplab.strategies._adaptive_asha import AdaptiveASHA
     from sweeplab.strategies._hyperband import HyperBand, ResumeWhenStalled
     from sweeplab.strategies._mo_asha import MultiObjectiveASHA
-    from sweeplab.strategies._pbt import PopulationVariantGenerator
     from sweeplab.strategies._pickled_state import PickledState
     from sweeplab.strategies._searcher_feedback import (
         OutcomeLog,
@@ -67,6 +67,7 @@ __all__ = [
     "ASHA_REDUCTION_FACTOR",
     "DEFAULTS_DOC",
     "HYPERBAND_REDUCTION_FACTOR",
+    "PBT",
     "PBT_QUANTILE_FRACTION",
     "PBT_RESAMPLE_PROBABILITY",
     "SCHEDULERS",
@@ -78,7 +79,6 @@ __all__ = [
     "OutcomeLog",
     "PickledState",
     "PlanInputs",
-    "PopulationVariantGenerator",
     "ResumeWhenStalled",
     "RuleBreak",
     "Rung",
@@ -98,7 +98,9 @@ __all__ = [
     "hyperband_brackets",
     "hyperopt_loss",
     "median_grace",
+    "names_pbt",
     "pbt_interval",
+    "pbt_settings",
     "scheduler_traits",
     "strategy_rule_break",
     "total_trials",
@@ -113,7 +115,6 @@ _WITH_RAY = {
     "HyperBand": "_hyperband",
     "ResumeWhenStalled": "_hyperband",
     "MultiObjectiveASHA": "_mo_asha",
-    "PopulationVariantGenerator": "_pbt",
     "OutcomeLog": "_searcher_feedback",
     "PickledState": "_pickled_state",
     "TrialFeedbackSearcher": "_searcher_feedback",

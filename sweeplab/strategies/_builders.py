@@ -9,10 +9,7 @@ from sweeplab.space import SearchCompiler, TuneSearch, compile_grid_search
 from sweeplab.strategies._schedule import (
     ASHA_REDUCTION_FACTOR,
     HYPERBAND_REDUCTION_FACTOR,
-    PBT_QUANTILE_FRACTION,
-    PBT_RESAMPLE_PROBABILITY,
     median_grace,
-    pbt_interval,
 )
 from sweeplab.strategies._sweep import StrategySweep
 
@@ -103,19 +100,22 @@ def build_median(sweep: StrategySweep, setup: SchedulerSetup) -> Any:
 
 
 def build_pbt(sweep: StrategySweep, setup: SchedulerSetup) -> Any:
-    """sweeplab's synchronous PBT (`LoopPBT`), which exploits through the trial loop."""
+    """sweeplab's synchronous PBT (`LoopPBT`), which exploits through the trial loop, with
+    the sweep's `PBT` settings (``"pbt"``: the defaults)."""
     from sweeplab.space import pbt_explore_fn, pbt_mutations
+    from sweeplab.strategies._pbt_settings import pbt_settings
     from sweeplab.strategies._sync_pbt import LoopPBT
 
+    settings = pbt_settings(sweep.scheduler)
     # Synchronous rounds: asynchronous PBT compares a trial with the stale scores of paused
     # trials whenever the population outnumbers the slots, and was seen to exploit nothing.
     return LoopPBT(
-        interval=pbt_interval(sweep.max_iterations),
+        interval=settings.interval_for(sweep.max_iterations),
         max_iterations=sweep.max_iterations,
-        mutations=pbt_mutations(sweep.space),
+        mutations=pbt_mutations(sweep.space, only=settings.mutate),
         explore=pbt_explore_fn(sweep.space),
-        quantile_fraction=PBT_QUANTILE_FRACTION,
-        resample_probability=PBT_RESAMPLE_PROBABILITY,
+        quantile_fraction=settings.quantile_fraction,
+        resample_probability=settings.resample_probability,
         seed=sweep.seed,
     )
 
@@ -134,14 +134,6 @@ def compile_search(compiler: SearchCompiler, sweep: StrategySweep) -> TuneSearch
 
 
 def population_search(sweep: StrategySweep) -> TuneSearch:
-    """PBT's population: Tune's variant generator (PBT refuses any other search algorithm).
-
-    It is the grid compilation's generator, seeded alike (a space without grid parameters is
-    then sampled randomly), keeping the population's actors (see `PopulationVariantGenerator`).
-    """
-    from sweeplab.strategies._pbt import PopulationVariantGenerator
-
-    search = compile_search(compile_grid_search, sweep)
-    return dataclasses.replace(
-        search, search_alg=PopulationVariantGenerator(random_state=sweep.seed)
-    )
+    """PBT's population: the grid compilation's search, Tune's variant generator seeded alike
+    (a space without grid parameters is then sampled randomly)."""
+    return compile_search(compile_grid_search, sweep)

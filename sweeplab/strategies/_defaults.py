@@ -21,6 +21,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from sweeplab.strategies._pbt_settings import PBT, names_pbt
+
 __all__ = ["DEFAULTS_DOC", "StrategyChoice", "default_strategy"]
 
 DEFAULTS_DOC = "docs/search.md#the-default-strategy"
@@ -61,7 +63,7 @@ def default_strategy(
     chosen: list[str] = []
     if searcher is None:
         chosen.append("searcher")
-        if scheduler == "pbt" or max_iterations == 1 or objectives > 1:
+        if names_pbt(scheduler) or max_iterations == 1 or objectives > 1:
             searcher = "random"
         else:
             searcher = "optuna"
@@ -84,7 +86,7 @@ def default_strategy(
         reason = "nothing to stop early"
     elif searcher == "grid" and "scheduler" in chosen:
         reason = "a grid runs whole"
-    elif scheduler == "pbt" and "searcher" in chosen:
+    elif names_pbt(scheduler) and "searcher" in chosen:
         reason = "PBT draws its own population"
     elif len(chosen) == 2:
         reason = "the best measured"
@@ -95,4 +97,6 @@ def default_strategy(
 
 
 def _name(value: Any) -> str:
+    if isinstance(value, PBT):
+        return value.describe()
     return value if isinstance(value, str) else type(value).__name__

@@ -22,6 +22,7 @@ from sweeplab.space import (
     compile_hyperopt_search,
     compile_optuna_search,
     compile_random_search,
+    pbt_mutable_paths,
 )
 from sweeplab.strategies._builders import (
     SchedulerSetup,
@@ -34,6 +35,7 @@ from sweeplab.strategies._builders import (
     compile_search,
     population_search,
 )
+from sweeplab.strategies._pbt_settings import pbt_settings
 from sweeplab.strategies._schedule import (
     PlanInputs,
     TrialPlan,
@@ -134,6 +136,25 @@ def _pbt_rule(sweep: StrategySweep) -> RuleBreak | None:
             "must be 'random' or 'grid' with scheduler='pbt' (PBT mutates the configs itself)",
             sweep.searcher,
         )
+    settings = pbt_settings(sweep.scheduler)
+    if settings.interval is not None and settings.interval >= sweep.max_iterations:
+        return RuleBreak(
+            "scheduler",
+            f"must set PBT.interval below max_iterations ({sweep.max_iterations}): no round is "
+            "held at a trial's last iteration",
+            sweep.scheduler,
+        )
+    if settings.mutate is not None:
+        mutable = pbt_mutable_paths(sweep.space)
+        unknown = [path for path in settings.mutate if path not in mutable]
+        if unknown:
+            return RuleBreak(
+                "scheduler",
+                f"must set PBT.mutate to ranges and choices of the space "
+                f"({', '.join(mutable) or 'it has none'}); {', '.join(map(repr, unknown))} "
+                f"{'is' if len(unknown) == 1 else 'are'} not",
+                sweep.scheduler,
+            )
     return None
 
 

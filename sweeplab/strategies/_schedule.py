@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from typing import Any
 
 __all__ = [
     "ASHA_REDUCTION_FACTOR",
@@ -59,12 +60,15 @@ class PlanInputs:
         waiting_holds_nothing: Whether a trial that waits holds no resources (warm slots,
             one-worker trials), so that Tune can create every trial up front; None where
             unknown. Only False adds the caveat of a pausing scheduler.
+        settings: The scheduler's settings object (a `sweeplab.PBT`), or None for its
+            defaults.
     """
 
     trials: int
     max_iterations: int
     concurrency: int | None = None
     waiting_holds_nothing: bool | None = None
+    settings: Any = None
 
 
 def asha_plan(inputs: PlanInputs) -> TrialPlan:
@@ -124,9 +128,13 @@ def pbt_plan(inputs: PlanInputs) -> TrialPlan:
     n, max_t, concurrency = inputs.trials, inputs.max_iterations, inputs.concurrency
     caveat = _compares_only_running(inputs)
     on = f", {concurrency} at a time" if concurrency is not None and not caveat else ""
+    settings = inputs.settings
+    interval = settings.interval_for(max_t) if settings is not None else pbt_interval(max_t)
+    quantile = settings.quantile_fraction if settings is not None else PBT_QUANTILE_FRACTION
+    mutated = f", mutating {', '.join(settings.mutate)}" if settings and settings.mutate else ""
     summary = (
-        f"PBT: population {n}{on}, synchronous rounds every {pbt_interval(max_t)} iteration(s), "
-        f"bottom/top quantile {PBT_QUANTILE_FRACTION:.0%}, {max_t} iterations each"
+        f"PBT: population {n}{on}, synchronous rounds every {interval} iteration(s), "
+        f"bottom/top quantile {quantile:.0%}{mutated}, {max_t} iterations each"
     ) + caveat
     return [], n * max_t, summary
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from sweeplab.space import OptunaSearcher, TuneSearch
 from sweeplab.strategies._builders import SchedulerSetup
+from sweeplab.strategies._pbt_settings import PBT
 from sweeplab.strategies._registry import (
     SCHEDULERS,
     SEARCHERS,
@@ -29,7 +30,10 @@ __all__ = [
 
 
 def _scheduler_entry(sweep: StrategySweep) -> SchedulerEntry | None:
-    """The registry's entry of the sweep's scheduler; None for a configured scheduler object."""
+    """The registry's entry of the sweep's scheduler (a `PBT` is ``"pbt"``'s); None for a
+    configured scheduler object."""
+    if isinstance(sweep.scheduler, PBT):
+        return SCHEDULERS["pbt"]
     return SCHEDULERS[sweep.scheduler] if isinstance(sweep.scheduler, str) else None
 
 
@@ -120,6 +124,8 @@ def scheduler_traits(scheduler: Any, *, declared: SchedulerTraits | None = None)
     """
     if isinstance(scheduler, str):
         return SCHEDULERS[scheduler].traits
+    if isinstance(scheduler, PBT):
+        return SCHEDULERS["pbt"].traits
     traits = object_traits(scheduler, declared)
     if isinstance(traits, RuleBreak):
         raise traits.error()
@@ -206,5 +212,6 @@ def trial_plan(
             max_iterations=sweep.max_iterations,
             concurrency=concurrency,
             waiting_holds_nothing=waiting_holds_nothing,
+            settings=sweep.scheduler if isinstance(sweep.scheduler, PBT) else None,
         )
     )

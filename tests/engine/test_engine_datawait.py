@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,24 @@ from toy_spec import progress_rows
 from sweeplab.engine._datawait import METER, WaitMeter, install
 from sweeplab.engine._display import LiveTable
 from sweeplab.keys import DATA_WAIT_KEY
-from sweeplab.raycompat import prepared_data_loader, run_when_imported
+from sweeplab.raycompat import (
+    install_train_fn_utils,
+    route_train_calls_in_process,
+    run_when_imported,
+)
+
+
+@contextlib.contextmanager
+def train_calls_in_process() -> Iterator[None]:
+    """`ray.train.*` served in this process, as in a one-worker trial (no Ray started), so
+    that `prepare_data_loader` works here."""
+    route_train_calls_in_process(
+        experiment_name="datawait", restored=None, reporter=lambda metrics, checkpoint: None
+    )
+    try:
+        yield
+    finally:
+        install_train_fn_utils(None)
 
 
 class FakeClock:
@@ -80,16 +99,19 @@ def busy(seconds: float) -> None:
 def test_prepared_loader_is_timed(delay: float, compute: float, low: float, high: float) -> None:
     """The loader `prepare_data_loader` returns, over a slow dataset."""
     import torch
+    from ray.train.torch import prepare_data_loader
     from torch.utils.data import DataLoader
 
     install()
     install()  # idempotent: fetches are timed once
     METER.reset()
-    loader = prepared_data_loader(DataLoader(SlowDataset(delay), batch_size=4), torch.device("cpu"))
-    batches = 0
-    for _ in loader:
-        busy(compute)
-        batches += 1
+    with train_calls_in_process():
+        loader = prepare_data_loader(DataLoader(SlowDataset(delay), batch_size=4))
+        assert loader.device == torch.device("cpu")
+        batches = 0
+        for _ in loader:
+            busy(compute)
+            batches += 1
     assert batches == 8
     fraction = METER.take()
     assert fraction is not None
@@ -101,11 +123,12 @@ import sys
 from sweeplab.engine._datawait import METER, install
 install()
 print("torch" in sys.modules)
-import torch
 from torch.utils.data import DataLoader
-from sweeplab.raycompat import prepared_data_loader
+from ray.train.torch import prepare_data_loader
+from sweeplab.raycompat import route_train_calls_in_process
+route_train_calls_in_process(experiment_name="probe", restored=None, reporter=lambda m, c: None)
 METER.reset()
-loader = prepared_data_loader(DataLoader(list(range(8)), batch_size=2), torch.device("cpu"))
+loader = prepare_data_loader(DataLoader(list(range(8)), batch_size=2))
 print(sum(1 for _ in loader))
 print(METER.take() is not None)
 """

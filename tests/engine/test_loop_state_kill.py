@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import random
 import signal
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
+import pytest
+
 from sweeplab.engine._loop_state import ENDED_FILE, STATE_FILE, LoopSnapshots, restore_loop
+from sweeplab.errors import SpecError
 from sweeplab.loop import TERMINATED, BackendReport, LoopTrial, TrialLoop, sweep_loop
 from sweeplab.space import uniform
 from sweeplab.spec import Sweep
@@ -151,3 +156,20 @@ def test_a_snapshot_torn_by_a_kill_leaves_the_last_one_whole(tmp_path: Path) -> 
     (tmp_path / f".{STATE_FILE}.999.tmp").write_bytes(before[: len(before) // 2])
     _restore(tmp_path)
     assert (tmp_path / STATE_FILE).read_bytes() == before
+
+
+def test_a_snapshot_of_classes_this_sweeplab_lacks_is_refused_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A snapshot written by a sweeplab with other classes (one since removed) is a SpecError
+    that says to run without --resume, not a traceback."""
+    gone = types.ModuleType("sweeplab.gone")
+    gone.Gone = type("Gone", (), {"__module__": "sweeplab.gone"})  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "sweeplab.gone", gone)
+    (tmp_path / STATE_FILE).write_bytes(pickle.dumps({"scheduler": gone.Gone()}))
+    monkeypatch.delitem(sys.modules, "sweeplab.gone")
+    with pytest.raises(SpecError) as caught:
+        _restore(tmp_path)
+    message = str(caught.value)
+    assert "cannot be read by this sweeplab (ModuleNotFoundError" in message
+    assert message.endswith("without --resume (its ended trials stay in MLflow).")

@@ -7,6 +7,7 @@ get one and the sweep hangs after one round.
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 import pytest
@@ -19,11 +20,13 @@ def test_pbt_population_of_four_on_one_slot_finishes_with_exploits(
 ) -> None:
     """Population 4 of 2-worker trials on the one slot 2 CPUs hold (two slots, population 4:
     `test_engine_slots`). Two iterations, one round: each trial runs two segments, and each
-    segment starts a trial actor (about 2 s here)."""
+    segment starts a trial actor (about 2 s here). PBT's settings object, mutating `lr` only:
+    an exploited trial keeps its donor's `x`."""
     outcome = run_toy_sweep(
         in_tmp,
         'name="pbt-groups", space={"x": uniform(0, 1), "lr": uniform(0.001, 1.0)}, '
-        'metric="loss", mode="min", scheduler="pbt", num_trials=4, max_iterations=2, seed=3, '
+        'metric="loss", mode="min", scheduler=sweeplab.PBT(interval=1, mutate=["lr"]), '
+        "num_trials=4, max_iterations=2, seed=3, "
         "workers_per_trial=2, cpus_per_worker=1",
         epochs=2,
         sleep=0.02,
@@ -41,3 +44,8 @@ def test_pbt_population_of_four_on_one_slot_finishes_with_exploits(
         if after["origin"] != before["origin"]
     ]
     assert exploited, "PBT exploited no trial"
+    # One round (at iteration 1): each donor still has its own config, whose `x` the
+    # recipient keeps (only `lr` is mutated).
+    donors = {r[0]["origin"]: json.loads(r[0]["config_json"]) for r in rows.values()}
+    for after in exploited:
+        assert json.loads(after["config_json"])["x"] == donors[after["origin"]]["x"]

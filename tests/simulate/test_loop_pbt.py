@@ -140,3 +140,49 @@ def test_the_loop_pbt_of_a_named_sweep_keeps_mutated_values_in_the_space() -> No
 
     sim = simulate(pbt(space=space, num_trials=12), curve, workers=4)
     assert any(t.exploits for t in sim.trials)
+
+
+def test_pbt_settings_set_the_rounds_the_quantile_and_what_is_mutated() -> None:
+    """`sweeplab.PBT(...)`: rounds every `interval`, `quantile_fraction` of the population
+    exploited at each, only the `mutate` parameters explored; the rest come from the donor."""
+    from sweeplab import PBT
+
+    space = {"late": randint(1, 20), "opt": choice(["a", "b", "c"])}
+
+    def curve(config: dict[str, Any], iteration: int) -> tuple[dict[str, float], float]:
+        return {"loss": config["late"] / iteration}, 1.0
+
+    def lates_after_exploits(mutate: list[str] | None) -> list[tuple[int, int]]:
+        """Per exploit, the donor's `late` at the round and the recipient's just after it."""
+        settings = PBT(interval=3, quantile_fraction=0.5, resample_probability=1.0, mutate=mutate)
+        sweep = pbt(space=space, num_trials=8, max_iterations=10, scheduler=settings)
+        sim = simulate(sweep, curve)
+        exploits = [(t, it, donor) for t in sim.trials for it, donor in t.exploits]
+        assert {it for _, it, _ in exploits} == {3, 6, 9}
+        assert len(exploits) == 4 * 3  # half of the 8 trials at each of the 3 rounds
+        by_id = {t.trial_id: t for t in sim.trials}
+
+        def late(trial: Any, iteration: int) -> int:
+            return round(trial.reports[iteration - 1].metrics["loss"] * iteration)
+
+        return [(late(by_id[d], it), late(t, it + 1)) for t, it, d in exploits]
+
+    # `late` is not mutated: each recipient trains on with its donor's.
+    assert all(donor == after for donor, after in lates_after_exploits(["opt"]))
+    # Mutated (resampled from 1..20), it differs from the donor's in some exploit.
+    assert any(donor != after for donor, after in lates_after_exploits(None))
+
+
+def test_pbt_defaults_are_the_named_pbt() -> None:
+    from sweeplab import PBT
+
+    def exploits(scheduler: Any) -> list[Any]:
+        """Each trial's exploits (its donor by its number: the ids differ between sweeps) and
+        its final config."""
+        sim = simulate(pbt(scheduler=scheduler), by_late, workers=2)
+        order = {t.trial_id: n for n, t in enumerate(sim.trials)}
+        return [([(it, order[d]) for it, d in t.exploits], t.config) for t in sim.trials]
+
+    named = exploits("pbt")
+    assert any(done for done, _ in named)
+    assert exploits(PBT()) == named

@@ -172,6 +172,29 @@ WARM = [{"lr": 0.01, "layers": 1}]
             "own), but got SchedulerTraits(pauses=True, exploits=False).",
         ),
         (
+            {"scheduler": sweeplab.PBT(interval=10), "searcher": "random"},
+            "Sweep field `scheduler` must set PBT.interval below max_iterations (10): no round "
+            "is held at a trial's last iteration, but got PBT(interval=10, quantile_fraction=0.25, "
+            "resample_probability=0.25, mutate=None).",
+        ),
+        (
+            {"scheduler": sweeplab.PBT(mutate=["lr", "depth"]), "searcher": "random"},
+            "Sweep field `scheduler` must set PBT.mutate to ranges and choices of the space (lr, "
+            "layers); 'depth' is not, but got PBT(interval=None, quantile_fraction=0.25, "
+            "resample_probability=0.25, mutate=('lr', 'depth')).",
+        ),
+        (
+            {"scheduler": sweeplab.PBT(), "searcher": "optuna"},
+            "Sweep field `searcher` must be 'random' or 'grid' with scheduler='pbt' (PBT mutates "
+            "the configs itself), but got 'optuna'.",
+        ),
+        (
+            {"scheduler": sweeplab.PBT(), "scheduler_traits": PAUSES},
+            "Sweep field `scheduler_traits` declares a configured scheduler object's traits; the "
+            "named scheduler PBT(interval=None, quantile_fraction=0.25, resample_probability=0.25, "
+            "mutate=None) has its own, but got SchedulerTraits(pauses=True, exploits=False).",
+        ),
+        (
             {"scheduler_traits": (True, False)},
             "Sweep field `scheduler_traits` must be a sweeplab.SchedulerTraits(pauses=..., "
             "exploits=...), but got (True, False).",
@@ -191,6 +214,7 @@ def test_a_broken_rule_is_the_spec_error_of_its_field(
     [
         {"scheduler": "pbt", "searcher": "random"},
         {"scheduler": "pbt", "searcher": "grid"},
+        {"scheduler": sweeplab.PBT(interval=9, mutate=["lr"]), "searcher": "grid"},
         {"searcher": "grid"},
         {"searcher": "optuna", "warm_start": WARM},
         {"scheduler": "hyperband", "searcher": "hyperopt", "warm_start": WARM},
@@ -382,10 +406,14 @@ def test_total_trials_repeat_the_grid_only_for_grid_search(searcher: str, trials
 
 
 def test_pbt_draws_its_own_population() -> None:
-    from sweeplab.strategies import PopulationVariantGenerator
+    """Tune's variant generator, as a grid compiles, whichever of its searchers PBT names."""
+    from ray.tune.search import BasicVariantGenerator
 
     search = build_search(make(scheduler="pbt", searcher="random", seed=3))
-    assert isinstance(search.search_alg, PopulationVariantGenerator)
+    assert type(search.search_alg) is BasicVariantGenerator
+    grid = build_search(make(searcher="grid", seed=3))
+    assert sorted(search.param_space) == sorted(grid.param_space) == ["layers", "lr"]
+    assert search.param_space["layers"] == grid.param_space["layers"]
 
 
 @pytest.mark.parametrize(
@@ -397,3 +425,56 @@ def test_only_a_scheduler_that_neither_pauses_nor_exploits_only_stops(
 ) -> None:
     # The runner lets ended trials leave Tune's controller only under such a scheduler.
     assert scheduler_traits(name).only_stops is only_stops
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"interval": 0}, "PBT.interval must be an integer >= 1 or None, but got 0."),
+        ({"interval": 2.0}, "PBT.interval must be an integer >= 1 or None, but got 2.0."),
+        (
+            {"quantile_fraction": 0.6},
+            "PBT.quantile_fraction must be a number above 0 and at most 0.5, but got 0.6.",
+        ),
+        (
+            {"resample_probability": -0.1},
+            "PBT.resample_probability must be a number from 0 to 1, but got -0.1.",
+        ),
+        (
+            {"mutate": []},
+            "PBT.mutate must name at least one parameter (None: every range and choice).",
+        ),
+        ({"mutate": "lr,layers"}, None),
+        ({"mutate": [1]}, "PBT.mutate must be a list of parameter paths or None, but got [1]."),
+    ],
+)
+def test_pbt_settings_are_checked(settings: dict[str, Any], message: str | None) -> None:
+    if message is None:
+        assert sweeplab.PBT(**settings).mutate == (settings["mutate"],)
+        return
+    with pytest.raises(SpecError) as caught:
+        sweeplab.PBT(**settings)
+    assert str(caught.value) == message
+
+
+def test_pbt_settings_are_the_named_pbts_with_their_changes() -> None:
+    """`PBT(...)` is the registry's "pbt": its traits, population and preview, with the
+    settings in what it builds, in the preview and in the name the sweep gives it."""
+    named = make(scheduler="pbt", searcher="random", max_iterations=12)
+    configured = make(
+        scheduler=sweeplab.PBT(interval=2, quantile_fraction=0.5, mutate=["lr"]),
+        searcher="random",
+        max_iterations=12,
+    )
+    assert scheduler_traits(configured.scheduler) == scheduler_traits("pbt")
+    assert total_trials(configured) == total_trials(named)
+    built, default = build_scheduler(configured), build_scheduler(named)
+    assert (built.interval, built.quantile_fraction, list(built.mutations)) == (2, 0.5, ["lr"])
+    assert (default.interval, default.quantile_fraction) == (3, 0.25)
+    assert sorted(default.mutations) == ["layers", "lr"]
+    assert (
+        "rounds every 2 iteration(s), bottom/top quantile 50%, mutating lr"
+        in (trial_plan(configured)[2])
+    )
+    assert named.scheduler_name == "pbt"
+    assert configured.scheduler_name == "pbt(interval=2, quantile_fraction=0.5, mutate=('lr',))"
