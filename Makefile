@@ -62,7 +62,7 @@ bench-search: $(STAMP)
 bench-search-ray: $(STAMP)
 	$(BIN)/python -m benchmarks.search.agree
 
-## The fast tier and a slow smoke (the simulator against real sweeps on both engines, the quickstart)
+## The fast tier and a slow smoke (the simulator against real sweeps, the quickstart)
 ## on another Ray release the pin allows, in a venv of its own: `make test-ray RAY=2.59.0`.
 RAY ?= 2.59.0
 RAY_VENV := .venv-ray-$(RAY)

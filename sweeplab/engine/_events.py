@@ -1,9 +1,10 @@
-"""The sweep's one Tune callback: each trial event, told to the tracker and the sweep callbacks.
+"""Each trial event of a sweep, told to the tracker and the sweep callbacks.
 
-A result travels one path: Tune calls `SweepEvents`, which tells the tracker (its own event
-interface, :class:`sweeplab.tracking.SweepTracker`) and then each :class:`SweepCallback` (the live
-table, then the callbacks of ``SweepOptions``). PBT's exploits take the same path: the scheduler
-calls `SweepEvents.on_trial_exploit`.
+A result travels one path: the trial loop's observer (`sweeplab.engine._loop_sweep`) calls
+`SweepEvents`, which tells the tracker (its own event interface,
+:class:`sweeplab.tracking.SweepTracker`) and then each :class:`SweepCallback` (the live table,
+then the callbacks of ``SweepOptions``). PBT's exploits take the same path
+(`SweepEvents.on_trial_exploit`).
 """
 
 from __future__ import annotations
@@ -11,13 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from ray.tune import Callback
-
 from sweeplab._numbers import diverged
 from sweeplab.engine._callbacks import SweepCallback, TrialView
-from sweeplab.engine._heap import HeapTrimmer
 from sweeplab.keys import ITERATION_KEY
-from sweeplab.raycompat import NewTrials, trial_error_text
+from sweeplab.raycompat import trial_error_text
 
 __all__ = ["SweepEvents", "TrialRecorder"]
 
@@ -43,13 +41,13 @@ class TrialRecorder(Protocol):
     ) -> None: ...
 
 
-class SweepEvents(Callback):
-    """A Tune callback that tells the tracker and `callbacks` of each trial's events.
+class SweepEvents:
+    """Tells the tracker and `callbacks` of each trial's events.
 
-    Tune has one ``on_trial_complete`` for a trial that ended by itself and for one that the
-    scheduler stopped; this adapter tells them apart. Tune marks a result ``done`` when, at that
-    result, the scheduler (or a stopper) decided to stop the trial, while a trainable that
-    returned by itself gets its last result marked ``done`` only afterwards. ASHA also "stops" a
+    The loop has one ``on_trial_complete`` for a trial that ended by itself and for one that
+    the scheduler stopped; this tells them apart. A result is marked ``done`` when, at that
+    result, the scheduler decided to stop the trial, while a training function that returned
+    by itself gets its last result marked ``done`` only afterwards. ASHA also "stops" a
     trial that reached its budget, so a trial at ``max_iterations`` counts as complete (both
     measured with a real ASHA run). A trial whose last report's metric is NaN or infinite was
     stopped by sweeplab's divergence stopper: it is told as a stop, with status ``"DIVERGED"``.
@@ -81,14 +79,6 @@ class SweepEvents(Callback):
         self._trials: dict[str, Any] = {}
         self._latest: dict[str, Mapping[str, Any]] = {}
         self._stopped_at_result: dict[str, bool] = {}
-        self._new = NewTrials()
-        self.heap = HeapTrimmer()
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        SweepEvents.__init__(self, [])
 
     def _view(self, trial: Any, status: str, error: str | None = None) -> TrialView:
         metrics = self._latest.get(trial.trial_id)
@@ -108,7 +98,7 @@ class SweepEvents(Callback):
         )
 
     def add_trial(self, trial: Any) -> None:
-        """The sweep made `trial` (the trial loop's event; Tune's come through its steps)."""
+        """The sweep made `trial`."""
         self._add(trial)
 
     def _add(self, trial: Any) -> None:
@@ -121,12 +111,7 @@ class SweepEvents(Callback):
         for callback in self._callbacks:
             callback.on_trial_add(view)
 
-    def on_step_begin(self, iteration: int, trials: list[Any], **info: Any) -> None:
-        for trial in self._new.since_last(trials):
-            self._add(trial)
-        self.heap.maybe_trim()
-
-    def on_trial_start(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+    def on_trial_start(self, trial: Any) -> None:
         self._add(trial)
         if self._tracker is not None:
             self._tracker.trial_started(trial)
@@ -134,10 +119,7 @@ class SweepEvents(Callback):
         for callback in self._callbacks:
             callback.on_trial_start(view)
 
-    def on_trial_restore(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
-        self.on_trial_start(iteration, trials, trial)
-
-    def on_trial_recover(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+    def on_trial_recover(self, trial: Any) -> None:
         self._add(trial)
         if self._tracker is not None:
             self._tracker.trial_retried(trial)
@@ -145,9 +127,7 @@ class SweepEvents(Callback):
         for callback in self._callbacks:
             callback.on_trial_retry(view)
 
-    def on_trial_result(
-        self, iteration: int, trials: list[Any], trial: Any, result: dict, **info: Any
-    ) -> None:
+    def on_trial_result(self, trial: Any, result: Mapping[str, Any]) -> None:
         self._add(trial)
         self._latest[trial.trial_id] = result
         self._stopped_at_result[trial.trial_id] = bool(result.get("done"))
@@ -157,7 +137,7 @@ class SweepEvents(Callback):
         for callback in self._callbacks:
             callback.on_trial_result(view, result)
 
-    def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+    def on_trial_complete(self, trial: Any) -> None:
         self._add(trial)
         if self._tracker is not None:
             self._tracker.trial_ended(trial)
@@ -176,7 +156,7 @@ class SweepEvents(Callback):
         for callback in self._callbacks:
             callback.on_trial_complete(view)
 
-    def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+    def on_trial_error(self, trial: Any) -> None:
         self._add(trial)
         error = trial_error_text(trial)
         if self._tracker is not None:

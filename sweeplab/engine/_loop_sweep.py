@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sweeplab.engine._heap import HeapTrimmer
 from sweeplab.engine._loop_state import LoopSnapshots, lost_trials, restore_loop
 from sweeplab.engine._outcome import SweepOutcome, finish_sweep
 from sweeplab.engine._search import build_search
@@ -95,6 +96,7 @@ class LoopSweepEvents(LoopObserver):
         self.watchdog = watchdog
         self.snapshots = snapshots
         self.reaper = reaper  # removes the groups of trainer groups whose controller died
+        self.heap = HeapTrimmer()  # gives the driver's freed C heap back every few seconds
         self.loop: TrialLoop | None = None  # the loop whose snapshots are taken
         self._changed = False  # a trial was made or ended since the last snapshot
         self._shaped: dict[LoopTrial, _TuneShaped] = {}
@@ -115,11 +117,12 @@ class LoopSweepEvents(LoopObserver):
 
     def tick(self) -> None:
         """The stall watchdog looks at its clock: says (or, to fail, raises) a stall; orphaned
-        placement groups are looked for (every 10 s)."""
+        placement groups are looked for and the driver's heap trimmed (each every 10 s)."""
         if self.watchdog is not None:
-            self.watchdog.on_step_begin(0, list(self._shaped.values()))
+            self.watchdog.check(list(self._shaped.values()))
         if self.reaper is not None:
-            self.reaper.on_step_begin()
+            self.reaper.tick()
+        self.heap.maybe_trim()
 
     def _of(self, trial: LoopTrial) -> _TuneShaped:
         shaped = self._shaped.get(trial)
@@ -134,9 +137,9 @@ class LoopSweepEvents(LoopObserver):
         self._changed = True  # a resume must not make it again
 
     def on_trial_start(self, trial: LoopTrial) -> None:
-        self.events.on_trial_start(0, [], self._of(trial))
+        self.events.on_trial_start(self._of(trial))
         if self.watchdog is not None:
-            self.watchdog.on_trial_start(0, [], self._of(trial))
+            self.watchdog.on_trial_start(self._of(trial))
 
     def on_trial_result(self, trial: LoopTrial, result: dict[str, Any]) -> None:
         shaped = self._of(trial)
@@ -146,20 +149,20 @@ class LoopSweepEvents(LoopObserver):
         folder.mkdir(parents=True, exist_ok=True)
         with (folder / "result.json").open("a") as file:
             file.write(json.dumps(result, default=str) + "\n")
-        self.events.on_trial_result(0, [], shaped, result)
+        self.events.on_trial_result(shaped, result)
         if self.watchdog is not None:
-            self.watchdog.on_trial_result(0, [], shaped, result)
+            self.watchdog.on_trial_result(shaped, result)
 
     def on_trial_retry(self, trial: LoopTrial) -> None:
-        self.events.on_trial_recover(0, [], self._of(trial))
+        self.events.on_trial_recover(self._of(trial))
         if self.reaper is not None:
-            self.reaper.on_trial_recover()
+            self.reaper.reap()
 
     def on_trial_end(self, trial: LoopTrial) -> None:
         shaped = self._shaped.pop(trial, None) or self._of(trial)
         self._tell_ended(trial, shaped)
         if self.watchdog is not None:
-            self.watchdog.on_trial_complete(0, [], shaped)
+            self.watchdog.on_trial_end(shaped)
         if self.snapshots is not None:
             self.snapshots.ended(trial)  # a resume must not run it again
         self._changed = True
@@ -176,16 +179,16 @@ class LoopSweepEvents(LoopObserver):
         """The sinks learn that `trial` ended: as an error (its text in ``error.txt``, written
         where the trial has one: a resumed sweep's errored trial kept its own), or complete."""
         if trial.outcome != "error":
-            self.events.on_trial_complete(0, [], shaped)
+            self.events.on_trial_complete(shaped)
             return
         path = Path(shaped.local_path, "error.txt")
         if trial.error is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(trial.error)
         shaped.error_file = str(path)
-        self.events.on_trial_error(0, [], shaped)
+        self.events.on_trial_error(shaped)
         if self.reaper is not None:
-            self.reaper.on_trial_error()
+            self.reaper.reap()
 
     def on_trial_exploit(self, trial: LoopTrial, donor: LoopTrial, iteration: int) -> None:
         self.events.on_trial_exploit(trial.trial_id, donor.trial_id, iteration, trial.config)
@@ -234,7 +237,7 @@ def run_on_loop(
         write_json(resolved.run_dir / "sweep.json", resolved.sweep_json())
         if warm_start is not None:
             write_json(resolved.run_dir / "warm_start.json", warm_start.to_dict())
-        watchdog.setup()  # the slots' start is watched: resources another job holds stall it
+        watchdog.start()  # the slots' start is watched: resources another job holds stall it
         with slot_loop(
             resolved.sweep,
             storage=resolved.run_dir,
@@ -254,7 +257,7 @@ def run_on_loop(
             backend.tick = observer.tick
             if resolved.resume:
                 backend.checkpoints = restore_loop(loop, resolved.run_dir, observer.folder)
-            watchdog.setup()  # the slots are up: their start was no silence of the trials
+            watchdog.start()  # the slots are up: their start was no silence of the trials
             if resolved.time_budget_s is not None:
                 loop.deadline = started + resolved.time_budget_s
             if tracker is not None:

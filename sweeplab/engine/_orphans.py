@@ -19,9 +19,6 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
-
-from ray.tune import Callback
 
 __all__ = ["OrphanGroupReaper", "remove_orphaned_groups"]
 
@@ -63,27 +60,23 @@ def _actor_is_dead(actor_id: str) -> bool:
     return state is not None and state.state == "DEAD"
 
 
-class OrphanGroupReaper(Callback):
-    """A Tune callback of the sweep that removes orphaned groups when trials fail."""
+class OrphanGroupReaper:
+    """Removes orphaned groups for the sweep: when a trial fails, and every `interval_s`."""
 
     def __init__(self, interval_s: float = 10.0) -> None:
         self.interval_s = interval_s
         self._last = 0.0
 
-    def _reap(self) -> None:
+    def reap(self) -> None:
+        """Looks for orphaned groups now (a trial failed or is retried)."""
         self._last = time.monotonic()
         try:
             remove_orphaned_groups()
         except Exception:  # never let housekeeping stop a sweep
             logger.exception("Could not look for orphaned placement groups.")
 
-    def on_trial_recover(self, *args: Any, **kwargs: Any) -> None:
-        self._reap()
-
-    def on_trial_error(self, *args: Any, **kwargs: Any) -> None:
-        self._reap()
-
-    def on_step_begin(self, *args: Any, **kwargs: Any) -> None:
-        # A group can be orphaned after its trial restarted (the node's death is noticed late).
+    def tick(self) -> None:
+        """Looks for orphaned groups if `interval_s` has passed: a group can be orphaned after
+        its trial restarted (a node's death is noticed late)."""
         if time.monotonic() - self._last >= self.interval_s:
-            self._reap()
+            self.reap()

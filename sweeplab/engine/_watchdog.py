@@ -18,12 +18,9 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable
-from math import inf
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
-
-from ray.tune import Callback
 
 from sweeplab.engine._stall import StallClock, SweepStalled, describe_trials
 
@@ -83,8 +80,8 @@ def cluster_wait() -> tuple[list[str], str]:
     return lines, "; ".join(phrase)
 
 
-class StallWatchdog(Callback):
-    """A Tune callback that watches the sweep's trial events for a stall.
+class StallWatchdog:
+    """Watches the sweep's trial events for a stall.
 
     Args:
         clock: The decision: when a silence is a stall.
@@ -118,41 +115,24 @@ class StallWatchdog(Callback):
         self._last_report: dict[str, float] = {}
         self.stalls: list[str] = []
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {}  # a pickled copy (of a snapshot that holds it) is inert
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        # Never stalls: a resumed sweep wires a fresh watchdog.
-        StallWatchdog.__init__(self, StallClock(timeout_s=inf), report_path=Path(), say=_mute)
-
-    def setup(self, **info: Any) -> None:
-        self.clock.restart(self._now())  # the watch begins: no silence counted before
+    def start(self) -> None:
+        """The watch begins (again): no silence before now is counted."""
+        self.clock.restart(self._now())
 
     def _activity(self) -> None:
         self.clock.activity(self._now())
 
-    def on_trial_start(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+    def on_trial_start(self, trial: Any) -> None:
         self._activity()
 
-    def on_trial_restore(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
-        self._activity()
-
-    def on_trial_result(
-        self, iteration: int, trials: list[Any], trial: Any, result: dict, **info: Any
-    ) -> None:
+    def on_trial_result(self, trial: Any, result: Mapping[str, Any]) -> None:
         self._activity()
         self._last_report[trial.trial_id] = self._now()
 
-    def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
-        self._activity()
-        self._last_report.pop(trial.trial_id, None)  # only unfinished trials are described
-
-    def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+    def on_trial_end(self, trial: Any) -> None:
+        """It completed, stopped or failed: only unfinished trials are described."""
         self._activity()
         self._last_report.pop(trial.trial_id, None)
-
-    def on_step_begin(self, iteration: int, trials: list[Any], **info: Any) -> None:
-        self.check(trials)
 
     def slots_wait(self, pending: int, total: int) -> None:
         """Looks at the clock while `pending` of the sweep's `total` trial slots wait for
@@ -205,7 +185,3 @@ class StallWatchdog(Callback):
         except OSError:
             pass  # the one line still says it
         return line
-
-
-def _mute(line: str) -> None:
-    del line

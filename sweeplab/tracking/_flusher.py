@@ -1,6 +1,6 @@
 """Background delivery of trial runs, metrics, params and tags to MLflow.
 
-The Tune callback runs on the driver's event loop, so it must never wait for MLflow. It only
+The sweep's events arrive on the driver's trial loop, so they must never wait for MLflow. It only
 appends to per-trial buffers; one daemon thread creates child runs and sends the buffers with
 ``MlflowClient.log_batch``. When the store cannot be reached the data stays in the buffers and
 the thread retries with exponential backoff (capped), so a tracking server may go away for

@@ -87,7 +87,7 @@ class WriterProcess:
         self._conn = Connection(ours.detach())
         threading.Thread(target=self._read, name="sweeplab-writer-replies", daemon=True).start()
 
-    # -- the sink (the Tune callback's thread): one message each, never a wait for MLflow ---
+    # -- the sink (the sweep's event thread): one message each, never a wait for MLflow -----
 
     def add_run(self, trial_id: str, **kwargs: Any) -> None:
         self._send(_message("add_run", trial_id, **kwargs))

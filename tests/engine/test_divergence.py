@@ -73,13 +73,11 @@ def test_a_diverged_trial_is_told_as_a_stop_with_its_status(bad: float, tmp_path
     events = SweepEvents([recorder], max_iterations=4, metric="loss")  # type: ignore[list-item]
     for trial_id, losses in (("bad", [0.5, bad]), ("ok", [0.5, 0.4]), ("late", [0.5] * 3 + [bad])):
         trial = _trial(trial_id, tmp_path)
-        events.on_trial_start(0, [], trial)
+        events.on_trial_start(trial)
         for step, loss in enumerate(losses, start=1):
             done = step == len(losses) and trial_id != "ok"
-            events.on_trial_result(
-                0, [], trial, {"training_iteration": step, "loss": loss, "done": done}
-            )
-        events.on_trial_complete(0, [], trial)
+            events.on_trial_result(trial, {"training_iteration": step, "loss": loss, "done": done})
+        events.on_trial_complete(trial)
     assert recorder.ends == {
         "bad": ("on_trial_stop", "DIVERGED"),
         "ok": ("on_trial_complete", "TERMINATED"),

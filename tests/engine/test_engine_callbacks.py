@@ -64,7 +64,7 @@ def test_public_surface() -> None:
     callback.on_trial_result(view, {})
 
 
-# --- the adapter, on Tune-like trials ------------------------------------------------------
+# --- the events, on trials shaped as the loop's observer shapes them ---------------------
 
 
 def tune_trial(trial_id: str, tmp_path: Path, **fields: Any) -> Any:
@@ -89,40 +89,21 @@ def run_events(tmp_path: Path, **adapter: Any) -> Recorder:
     )
     (tmp_path / "error.txt").write_text("Traceback...\nRuntimeError: boom\n")
     failed.error_file = str(tmp_path / "error.txt")
-    events.on_step_begin(0, [done, stopped])
-    events.on_step_begin(1, [done, stopped, short])  # each trial is added once
+    for trial in (done, stopped, short, done):
+        events.add_trial(trial)  # each trial is added once
     for trial, reports, last_done in ((done, 4, True), (stopped, 1, True), (short, 2, False)):
-        events.on_trial_start(0, [], trial)
+        events.on_trial_start(trial)
         for step in range(1, reports + 1):
             result = {"training_iteration": step, "loss": 1.0 / step}
             if step == reports and last_done:
-                result["done"] = True  # Tune's mark of the scheduler's (or budget's) stop
-            events.on_trial_result(0, [], trial, result)
-        events.on_trial_complete(0, [], trial)
-    events.on_trial_start(0, [], failed)  # added on its first event
-    events.on_trial_recover(0, [], failed)
-    events.on_trial_restore(0, [], failed)
-    events.on_trial_error(0, [], failed)
+                result["done"] = True  # the mark of the scheduler's (or budget's) stop
+            events.on_trial_result(trial, result)
+        events.on_trial_complete(trial)
+    events.on_trial_start(failed)  # added on its first event
+    events.on_trial_recover(failed)
+    events.on_trial_start(failed)
+    events.on_trial_error(failed)
     return recorder
-
-
-def test_each_trial_in_tunes_growing_list_is_added_once(tmp_path: Path) -> None:
-    """Tune appends new trials and moves a retried one to the end of its list; the adapter
-    reads only the list's new end at each step, and misses no trial."""
-    from sweeplab.engine._events import SweepEvents
-
-    recorder = Recorder()
-    events = SweepEvents([recorder])
-    a, b, c, d = (tune_trial(t, tmp_path) for t in "abcd")
-    trials = [a, b]
-    events.on_step_begin(0, trials)
-    events.on_step_begin(1, trials)
-    trials.append(c)
-    events.on_step_begin(2, trials)
-    trials.remove(b)  # b is retried: Tune moves it to the end, then adds d
-    trials += [b, d]
-    events.on_step_begin(3, trials)
-    assert [e[1] for e in recorder.events if e[0] == "add"] == ["a", "b", "c", "d"]
 
 
 def test_adapter_orders_and_classifies_events(tmp_path: Path) -> None:

@@ -78,7 +78,7 @@ def _watchdog(tmp_path: Path, now: FakeNow, *, fail: bool) -> tuple[Any, list[st
         now=now,
         cluster=lambda: (["CPU: 0 free of 2"], "CPU 0/2 free"),
     )
-    watchdog.setup()
+    watchdog.start()
     return watchdog, said
 
 
@@ -87,15 +87,15 @@ def test_the_watchdog_names_the_trials_it_waits_for(tmp_path: Path) -> None:
     watchdog, said = _watchdog(tmp_path, now, fail=False)
     stuck, done = _trial("t_00000", "RUNNING", 1), _trial("t_00001", "TERMINATED", 4)
     trials = [stuck, done]
-    watchdog.on_trial_start(0, trials, stuck)
+    watchdog.on_trial_start(stuck)
     now.t += 0.5
-    watchdog.on_trial_result(0, trials, stuck, {"training_iteration": 1})
+    watchdog.on_trial_result(stuck, {"training_iteration": 1})
     now.t += 2.9
-    watchdog.on_step_begin(0, trials)
+    watchdog.check(trials)
     assert said == []
     now.t += 0.2
-    watchdog.on_step_begin(0, trials)
-    watchdog.on_step_begin(0, trials)
+    watchdog.check(trials)
+    watchdog.check(trials)
     assert len(said) == 1
     line = said[0]
     assert "\n" not in line
@@ -114,7 +114,7 @@ def test_with_fail_on_stall_the_watchdog_ends_the_sweep(tmp_path: Path) -> None:
     trials = [_trial("t_00000", "PENDING", 0)]
     now.t += 3.0
     with pytest.raises(SweepStalled, match="t_00000 PENDING at iteration 0, no report yet"):
-        watchdog.on_step_begin(0, trials)
+        watchdog.check(trials)
     assert len(said) == 1
 
 
