@@ -1,4 +1,5 @@
-"""`--resume` after the sweep driver is killed with SIGKILL."""
+"""`--resume` after the sweep driver is killed with SIGKILL: the trial loop's snapshot, its
+Optuna searcher's state and the 2-worker slot's trials go on, and MLflow holds each run once."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def test_resume_after_sigkill_finishes_the_sweep(in_tmp: Path) -> None:
     spec = write_spec(
         in_tmp,
         'name="killed", space={"x": uniform(0, 1)}, metric="loss", mode="min", '
-        'searcher="random", scheduler="fifo", '  # every trial runs to the end, resumed or not
+        'searcher="optuna", scheduler="fifo", '  # every trial runs to the end, resumed or not
         "num_trials=4, max_iterations=8, workers_per_trial=2, cpus_per_worker=1, seed=0",
         epochs=8,
         sleep=0.25,
@@ -51,13 +52,24 @@ def test_resume_after_sigkill_finishes_the_sweep(in_tmp: Path) -> None:
     )
     runs = in_tmp / "sweeplab-runs" / "killed"
 
-    def reported() -> int:
-        """Reports on disk: the lines of the trials' result.json files."""
-        return sum(len(p.read_text().splitlines()) for p in runs.glob("run-*/trials/*/result.json"))
+    def reports() -> dict[str, int]:
+        """Each trial's reports on disk: the lines of its result.json."""
+        return {
+            p.parent.name: len(p.read_text().splitlines())
+            for p in runs.glob("run-*/trials/*/result.json")
+        }
 
-    # Kill the driver once the first trials have reported, before the sweep can finish.
-    kill_when(driver, lambda: reported() >= 4, "the sweep never reported")
-    assert reported() < 4 * 8, "the sweep had finished before the kill: nothing left to resume"
+    def snapshot() -> bool:
+        return bool(list(runs.glob("run-*/loop_state.pkl")))
+
+    def ready() -> bool:
+        """A trial has ended (all 8 reports) and the loop's snapshot is on disk."""
+        return any(n >= 8 for n in reports().values()) and snapshot()
+
+    # Kill the driver once a trial has ended, before the sweep can finish.
+    kill_when(driver, ready, "the sweep never ended a trial")
+    ended = [trial for trial, n in reports().items() if n >= 8]
+    assert sum(reports().values()) < 4 * 8, "the sweep had finished before the kill"
     # What the killed driver's Ray left behind is stopped, as a crashed machine would leave it.
     # Only that Ray: `ray stop` would also stop this test session's Ray and everyone else's.
     _stop_orphans(driver.pid)
@@ -68,6 +80,11 @@ def test_resume_after_sigkill_finishes_the_sweep(in_tmp: Path) -> None:
     _stop_orphans(driver.pid)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
 
+    assert "killed: 4 trials in" in resumed.stdout, resumed.stdout[-3000:]
+    (trials,) = runs.glob("run-*/trials")
+    for trial_id in ended:
+        # A trial that had ended before the kill did not run again (one run folder).
+        assert len(list(trials.glob(f"{trial_id}_*"))) == 1, trial_id
     client = mlflow.MlflowClient(uri)
     experiment = client.get_experiment_by_name("killed")
     runs = client.search_runs([experiment.experiment_id])

@@ -59,9 +59,9 @@ def run_on_slots(sweep: Sweep, storage: Path, **kwargs: Any) -> TrialLoop:
 @pytest.mark.parametrize(
     ("searcher", "scheduler", "seed", "in_process"),
     [
-        ("optuna", "adaptive-asha", 5, True),
-        ("random", "hyperband", 3, True),
-        # The same on a slot that is a one-worker trainer group (not the host itself).
+        # HyperBand's pauses and resumes on a slot that is a one-worker trainer group (not the
+        # host itself). On in-process slots, `test_faithful` runs the same cases through the
+        # whole sweep (`run_sweep`), Optuna and adaptive ASHA among them.
         ("random", "hyperband", 3, False),
         # PBT's exploits: a recipient goes on from a copy of its donor's checkpoint with the
         # donor's explored config, as the simulator has it go on along its new config's curve.
