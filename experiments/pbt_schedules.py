@@ -3,7 +3,9 @@
 A population of SGD-trained MLPs on `digits` trains side by side. Every few epochs (a quarter of
 `PBT_EPOCHS`) PBT replaces the weakest quarter by copies of the strongest (weights, optimizer state
 and epoch, from their checkpoints) with `lr` and `momentum` perturbed, so each surviving lineage
-ends up following a schedule rather than a constant. Two things make a `train_func` PBT-ready:
+ends up following a schedule rather than a constant. The hidden layer's width is searched too,
+but not mutated (`sweeplab.PBT(mutate=["lr", "momentum"])`): an exploited trial loads its
+donor's weights, which fit the donor's width only. Two things make a `train_func` PBT-ready:
 
 - a checkpoint every epoch holding model, optimizer and epoch (PBT can exploit at any report);
 - on restore, `config["lr"]` and `config["momentum"]` are written into the optimizer's param
@@ -32,7 +34,7 @@ from ray import train
 from torch.utils.data import DataLoader
 
 import sweeplab
-from sweeplab import loguniform, uniform
+from sweeplab import choice, loguniform, uniform
 
 EPOCHS = _data.env_int("PBT_EPOCHS", 12)
 WORKERS = _data.env_int("PBT_WORKERS", 1)
@@ -41,7 +43,8 @@ WORKERS = _data.env_int("PBT_WORKERS", 1)
 def train_func(config):
     torch.manual_seed(0)
     train_set, val_set = _data.digits()
-    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+    hidden = config["hidden"]  # the donor's after an exploit: PBT does not mutate it
+    model = nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, 10))
     optimizer = torch.optim.SGD(model.parameters(), lr=config["lr"], momentum=config["momentum"])
 
     start_epoch = 0
@@ -102,12 +105,13 @@ sweep = sweeplab.Sweep(
     space={
         "lr": loguniform(1e-3, 0.3),
         "momentum": uniform(0.0, 0.95),
+        "hidden": choice([32, 64]),
         "batch_size": 32,
     },
     metric="accuracy",
     mode="max",
     searcher="random",
-    scheduler="pbt",
+    scheduler=sweeplab.PBT(mutate=["lr", "momentum"]),
     num_trials=4,
     max_iterations=EPOCHS,
     workers_per_trial=WORKERS,
