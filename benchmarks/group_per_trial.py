@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks._fresh import run_fresh
+from benchmarks._fresh import chosen_arms, run_fresh
 from benchmarks._machine import machine
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,10 +66,8 @@ ARM = """
 import json, sys, time
 from pathlib import Path
 
-import ray
-
-from sweeplab.engine import SweepCallback, SweepOptions, run_sweep
-from sweeplab.spec import load_spec
+from benchmarks._fresh import sweep_untracked
+from sweeplab.engine import SweepCallback
 
 folder = Path(sys.argv[1])
 started, first = {}, {}
@@ -83,15 +81,7 @@ class Clock(SweepCallback):
         first.setdefault(trial.trial_id, time.perf_counter() - started[trial.trial_id])
 
 
-ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-spec = folder / "spec.py"
-begin = time.perf_counter()
-outcome = run_sweep(
-    load_spec(spec),
-    SweepOptions(spec_path=spec, storage=folder / "runs", live=False, track=False,
-                 callbacks=[Clock()]),
-)
-wall = time.perf_counter() - begin
+outcome, wall = sweep_untracked(folder, [Clock()])
 print(json.dumps({"wall_s": wall, "trials": outcome.trials, "errored": outcome.errored,
                   "first_report_s": sorted(first.values())}))
 """
@@ -118,10 +108,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--arms", default=",".join(ARMS))
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
-    arms = [a for a in args.arms.split(",") if a]
-    unknown = sorted(set(arms) - set(ARMS))
-    if unknown:
-        parser.error(f"unknown arm(s) {unknown}; choose from {', '.join(ARMS)}")
+    arms = chosen_arms(parser, args.arms, ARMS)
     _callback_check()
     load_start = os.getloadavg()
     results: dict[str, Any] = {}

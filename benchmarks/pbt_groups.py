@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks._fresh import run_fresh
+from benchmarks._fresh import chosen_arms, run_fresh
 from benchmarks._machine import machine
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,16 +83,14 @@ sweep = sweeplab.Sweep(
 """
 
 ARM = """
-import json, sys, time
+import json, sys
 from pathlib import Path
 
-import ray
-
-from sweeplab.engine import SweepCallback, SweepOptions, run_sweep
-from sweeplab.spec import load_spec
+from benchmarks._fresh import sweep_untracked
+from sweeplab.engine import SweepCallback
 
 folder = Path(sys.argv[1])
-origins, reports = {}, []
+reports = []
 
 
 class Record(SweepCallback):
@@ -100,15 +98,7 @@ class Record(SweepCallback):
         reports.append((trial.trial_id, result["origin"]))
 
 
-ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-spec = folder / "spec.py"
-begin = time.perf_counter()
-outcome = run_sweep(
-    load_spec(spec),
-    SweepOptions(spec_path=spec, storage=folder / "runs", live=False, track=False,
-                 callbacks=[Record()]),
-)
-wall = time.perf_counter() - begin
+outcome, wall = sweep_untracked(folder, [Record()])
 first = {}
 for trial, origin in reports:
     first.setdefault(trial, origin)
@@ -133,10 +123,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--arms", default=",".join(ARMS))
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
-    arms = [a for a in args.arms.split(",") if a]
-    unknown = sorted(set(arms) - set(ARMS))
-    if unknown:
-        parser.error(f"unknown arm(s) {unknown}; choose from {', '.join(ARMS)}")
+    arms = chosen_arms(parser, args.arms, ARMS)
     load_start = os.getloadavg()
     results: dict[str, Any] = {}
     for arm in arms:

@@ -1,11 +1,12 @@
 """Gives the freed part of the driver's C heap back to the system, every few seconds.
 
-Tune's loop on the driver allocates and frees many objects per trial, and glibc's allocator
+The sweep's loop on the driver allocates and frees many objects per trial, and glibc's allocator
 keeps what is freed inside its arenas, in pieces it cannot give back from the top of the heap.
 Over 3,000 short trials the driver's heap held 127 MB free beside 84 MB in use, and its RSS
 grew with the sweep. ``malloc_trim(0)`` returns the whole free pages of every arena to the
 system (RSS 432 MB to 312 MB at that point). :class:`HeapTrimmer` calls it at most every
-``every_s`` seconds of the sweep's loop; where there is no glibc (macOS, musl) it does nothing.
+``every_s`` seconds, from the trial loop's tick; where there is no glibc (macOS, musl) it does
+nothing.
 """
 
 from __future__ import annotations

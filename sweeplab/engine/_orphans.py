@@ -1,18 +1,20 @@
-"""Removes the placement groups of trainer groups whose Train controller died with its node.
+"""Removes the placement groups of trainer groups whose Train controller died.
 
 Ray keeps a non-detached placement group until both its creating actor and its job are dead.
 A trial's group is created by its Train controller, and Train's placement-group cleaner usually
-removes it when the controller dies; but when a node is lost, the controller and the cleaner can
-both have lived there. The sweep's job lives on, so the group's placement group stays, Ray moves
-its lost bundles onto the surviving nodes, and the restarted trial's new group waits forever for
-the CPUs they hold. The sweep driver removes such orphans.
+removes it when the controller dies; but when the node that ran both is lost, nothing does. The
+sweep's job lives on, so the group's placement group stays, Ray moves its lost bundles onto the
+surviving nodes, and the restarted trial's new group waits forever for the CPUs they hold. (A
+warm slot's host, and so its controller, lives on the head node, which makes this rare on the
+trial loop; it is how orphans came about on Tune's controller.)
 
-The same happens to a warm slot's group when the slot's host is killed at the end of a sweep
-while its controller is restarting the group: the controller dies with its owner, and Ray's
-placement-group table still says its creator is alive (seen on Ray 2.60: the actor was DEAD,
-"its owner has died", its group CREATED and idle). On a Ray that outlives the sweep (`--address`,
-or the search benchmark's one Ray for all sweeps) the next sweep's slot then waits forever for
-the CPU it holds. So a creator the table calls alive is also looked up in Ray's state API.
+The same happens to a warm slot's group when the slot's host is killed (at the end of a sweep,
+or with a killed driver) while its controller is restarting the group: the controller dies with
+its owner, and Ray's placement-group table still says its creator is alive (seen on Ray 2.60:
+the actor was DEAD, "its owner has died", its group CREATED and idle). On a Ray that outlives
+the sweep (`--address`, or the search benchmark's one Ray for all sweeps) the next sweep's slot
+then waits forever for the CPU it holds. So a creator the table calls alive is also looked up
+in Ray's state API.
 """
 
 from __future__ import annotations

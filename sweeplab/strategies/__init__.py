@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from sweeplab.strategies._builders import SchedulerSetup
 from sweeplab.strategies._defaults import DEFAULTS_DOC, StrategyChoice, default_strategy
-from sweeplab.strategies._pbt_settings import PBT, names_pbt, pbt_settings
+from sweeplab.strategies._pbt_settings import PBT
 from sweeplab.strategies._registry import (
     SCHEDULERS,
     SEARCHERS,
@@ -98,9 +98,7 @@ __all__ = [
     "hyperband_brackets",
     "hyperopt_loss",
     "median_grace",
-    "names_pbt",
     "pbt_interval",
-    "pbt_settings",
     "scheduler_traits",
     "strategy_rule_break",
     "total_trials",

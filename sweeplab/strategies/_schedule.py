@@ -128,13 +128,14 @@ def pbt_plan(inputs: PlanInputs) -> TrialPlan:
     n, max_t, concurrency = inputs.trials, inputs.max_iterations, inputs.concurrency
     caveat = _compares_only_running(inputs)
     on = f", {concurrency} at a time" if concurrency is not None and not caveat else ""
-    settings = inputs.settings
-    interval = settings.interval_for(max_t) if settings is not None else pbt_interval(max_t)
-    quantile = settings.quantile_fraction if settings is not None else PBT_QUANTILE_FRACTION
-    mutated = f", mutating {', '.join(settings.mutate)}" if settings and settings.mutate else ""
+    from sweeplab.strategies._pbt_settings import PBT  # which builds on this module
+
+    settings = inputs.settings or PBT()
+    mutated = f", mutating {', '.join(settings.mutate)}" if settings.mutate else ""
     summary = (
-        f"PBT: population {n}{on}, synchronous rounds every {interval} iteration(s), "
-        f"bottom/top quantile {quantile:.0%}{mutated}, {max_t} iterations each"
+        f"PBT: population {n}{on}, synchronous rounds every {settings.interval_for(max_t)} "
+        f"iteration(s), bottom/top quantile {settings.quantile_fraction:.0%}{mutated}, "
+        f"{max_t} iterations each"
     ) + caveat
     return [], n * max_t, summary
 

@@ -29,12 +29,17 @@ __all__ = [
 ]
 
 
-def _scheduler_entry(sweep: StrategySweep) -> SchedulerEntry | None:
-    """The registry's entry of the sweep's scheduler (a `PBT` is ``"pbt"``'s); None for a
+def _named_entry(scheduler: Any) -> SchedulerEntry | None:
+    """The registry's entry of a scheduler name (a `PBT` is ``"pbt"``'s); None for a
     configured scheduler object."""
-    if isinstance(sweep.scheduler, PBT):
+    if isinstance(scheduler, PBT):
         return SCHEDULERS["pbt"]
-    return SCHEDULERS[sweep.scheduler] if isinstance(sweep.scheduler, str) else None
+    return SCHEDULERS[scheduler] if isinstance(scheduler, str) else None
+
+
+def _scheduler_entry(sweep: StrategySweep) -> SchedulerEntry | None:
+    """The registry's entry of the sweep's scheduler; None for a configured scheduler object."""
+    return _named_entry(sweep.scheduler)
 
 
 def _searcher_entry(sweep: StrategySweep) -> SearcherEntry | None:
@@ -122,10 +127,9 @@ def scheduler_traits(scheduler: Any, *, declared: SchedulerTraits | None = None)
     Raises:
         SpecError: If `scheduler` is an object of another class and declares no traits.
     """
-    if isinstance(scheduler, str):
-        return SCHEDULERS[scheduler].traits
-    if isinstance(scheduler, PBT):
-        return SCHEDULERS["pbt"].traits
+    entry = _named_entry(scheduler)
+    if entry is not None:
+        return entry.traits
     traits = object_traits(scheduler, declared)
     if isinstance(traits, RuleBreak):
         raise traits.error()
